@@ -1,0 +1,237 @@
+"""The one place that reads ``params.yaml``.
+
+Each top-level section becomes a frozen dataclass. Loading is strict: an unknown
+key, a value of the wrong type or an impossible value raises :class:`ConfigError`
+naming the key (``model.n_heads``) and the value, so a typo in ``dvc exp run -S``
+fails at once instead of silently training the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+POOLINGS = ("mean", "cls", "attention")
+POSITIONALS = ("sinusoidal", "learned", "rope")
+NORMS = ("pre", "post")
+MAX_POSITIONS = 4096  # largest positional table we allow (memory grows as T^2)
+
+
+class ConfigError(ValueError):
+    """A params.yaml value is unknown, mistyped or impossible."""
+
+
+def _require(ok: bool, key: str, value: Any, why: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value!r} {why}")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    source: str = "lansinuote/ChnSentiCorp"  # a hub dataset id or a local folder
+    text_column: str | None = None  # None: the first of text, text_a, review, sentence
+    label_column: str = "label"
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    name: str = "bert-base-chinese"  # a hub id or a local folder
+    max_len: int = 64  # tokens per text, [CLS] and [SEP] included
+
+    def __post_init__(self) -> None:
+        _require(self.max_len >= 3, "tokenizer.max_len", self.max_len, "must be >= 3")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    ff_dim: int = 128
+    dropout: float = 0.1
+    max_len: int = 64  # size of the positional table: the longest sequence accepted
+    num_classes: int = 2
+    pooling: Literal["mean", "cls", "attention"] = "mean"
+    positional: Literal["sinusoidal", "learned", "rope"] = "sinusoidal"
+    norm: Literal["pre", "post"] = "pre"
+
+    def __post_init__(self) -> None:
+        for key in ("d_model", "n_heads", "n_layers", "ff_dim", "max_len"):
+            _require(getattr(self, key) >= 1, f"model.{key}", getattr(self, key), "must be >= 1")
+        _require(
+            self.d_model % self.n_heads == 0,
+            "model.d_model",
+            self.d_model,
+            f"must be divisible by model.n_heads={self.n_heads}",
+        )
+        head_dim = self.d_model // self.n_heads
+        if self.positional == "rope":
+            _require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
+        _require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
+        _require(self.num_classes >= 2, "model.num_classes", self.num_classes, "must be >= 2")
+        _require(
+            self.max_len <= MAX_POSITIONS,
+            "model.max_len",
+            self.max_len,
+            f"is above the positional table limit {MAX_POSITIONS}",
+        )
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 4
+    batch_size: int = 32
+    lr: float = 2e-3
+    weight_decay: float = 0.02
+    grad_clip: float = 1.0  # max global gradient norm; 0 disables clipping
+    device: str = "auto"  # auto = cuda, then mps, then cpu
+    schedule: Literal["constant", "cosine"] = "constant"
+    warmup_ratio: float = 0.0  # fraction of all steps spent warming the lr up linearly
+    label_smoothing: float = 0.0
+
+    def __post_init__(self) -> None:
+        _require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
+        _require(self.batch_size >= 1, "train.batch_size", self.batch_size, "must be >= 1")
+        _require(self.lr > 0, "train.lr", self.lr, "must be > 0")
+        _require(self.weight_decay >= 0, "train.weight_decay", self.weight_decay, "must be >= 0")
+        _require(self.grad_clip >= 0, "train.grad_clip", self.grad_clip, "must be >= 0")
+        _require(
+            self.device in ("auto", "cpu", "mps") or self.device.startswith("cuda"),
+            "train.device",
+            self.device,
+            "must be auto, cpu, mps or cuda[:N]",
+        )
+        _require(0 <= self.warmup_ratio < 1, "train.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
+        _require(
+            0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)"
+        )
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    text: str = "这家酒店位置很好，但是房间太脏，服务也很差。"
+    query_token: str = "差"
+    layer: int = -1  # python-style index into the encoder stack
+    head: int = 0
+
+    def __post_init__(self) -> None:
+        _require(bool(self.text.strip()), "probe.text", self.text, "must not be empty")
+        _require(bool(self.query_token), "probe.query_token", self.query_token, "must not be empty")
+        _require(self.head >= 0, "probe.head", self.head, "must be >= 0")
+
+
+@dataclass(frozen=True)
+class AcceptanceConfig:
+    attention_max_abs_err: float = 1e-5
+    causal_mask_leak: float = 1e-6
+    padding_leak: float = 1e-5
+    validation_accuracy: float = 0.80
+
+
+@dataclass(frozen=True)
+class Params:
+    seed: int = 42
+    data: DataConfig = field(default_factory=DataConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
+    acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+
+    def __post_init__(self) -> None:
+        _require(
+            self.tokenizer.max_len <= self.model.max_len,
+            "tokenizer.max_len",
+            self.tokenizer.max_len,
+            f"exceeds model.max_len={self.model.max_len}, the positional table; raise model.max_len too",
+        )
+        _require(
+            -self.model.n_layers <= self.probe.layer < self.model.n_layers,
+            "probe.layer",
+            self.probe.layer,
+            f"is not a layer of a {self.model.n_layers}-layer model",
+        )
+        _require(
+            self.probe.head < self.model.n_heads,
+            "probe.head",
+            self.probe.head,
+            f"is not a head of a {self.model.n_heads}-head model",
+        )
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Read and validate ``params.yaml``; missing keys take the reference defaults."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such params file") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    try:
+        return from_dict(raw or {})
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def from_dict(raw: dict[str, Any]) -> Params:
+    """Build :class:`Params` from a nested dict, rejecting what params.yaml must not hold."""
+    return _build(Params, raw, prefix="")
+
+
+def section(cls: type, raw: dict[str, Any], name: str) -> Any:
+    """Build one section dataclass (e.g. a ``ModelConfig`` stored in a checkpoint)."""
+    return _build(cls, raw, prefix=f"{name}.")
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)
+
+
+def _build(cls: type, raw: Any, prefix: str) -> Any:
+    name = prefix.rstrip(".") or "params"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{name} must be a mapping, got {type(raw).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - fields)
+    if unknown:
+        raise ConfigError(f"unknown key {prefix}{unknown[0]} (known: {', '.join(sorted(fields))})")
+    kwargs = {}
+    for key, value in raw.items():
+        hint = hints[key]
+        if dataclasses.is_dataclass(hint):
+            kwargs[key] = _build(hint, value if value is not None else {}, f"{prefix}{key}.")
+        else:
+            kwargs[key] = _check_type(f"{prefix}{key}", value, hint)
+    return cls(**kwargs)
+
+
+def _check_type(key: str, value: Any, hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            raise ConfigError(f"{key}={value!r} must be one of {', '.join(map(str, choices))}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _check_type(key, value, inner)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (int, float, str, bool) and (type(value) is not hint):
+        raise ConfigError(f"{key}={value!r} must be {hint.__name__}, got {type(value).__name__}")
+    return value

@@ -1,0 +1,86 @@
+"""The classifier: embeddings -> N encoder blocks -> LayerNorm -> pooling -> linear head."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from torch import Tensor, nn
+
+from scratchformer.config import ModelConfig
+from scratchformer.encoder import EncoderBlock
+from scratchformer.pooling import make_pooling
+from scratchformer.positional import (
+    LearnedPositionalEncoding,
+    RotaryPositionalEncoding,
+    SinusoidalPositionalEncoding,
+)
+
+
+class Inspection(NamedTuple):
+    """Everything one forward pass computed that a person may want to look at."""
+
+    logits: Tensor  # (B, num_classes)
+    attention: Tensor  # (B, H, T, T): softmax weights of the requested layer
+    pooling: Tensor  # (B, T): each token's weight in the pooled sentence vector
+
+
+class TransformerClassifier(nn.Module):
+    def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int = 0) -> None:
+        super().__init__()
+        self.config = config
+        self.pad_id = pad_id
+        C = config.d_model
+        # N(0, 1) init, the PAD row zero and never updated.
+        self.embed = nn.Embedding(vocab_size, C, padding_idx=pad_id)
+        rope = None
+        if config.positional == "sinusoidal":
+            self.position: nn.Module = SinusoidalPositionalEncoding(C, config.max_len)
+        elif config.positional == "learned":
+            self.position = LearnedPositionalEncoding(C, config.max_len)
+        else:  # rope acts inside attention, on queries and keys
+            self.position = nn.Identity()
+            rope = RotaryPositionalEncoding(config.head_dim, config.max_len)
+        self.dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(C, config.n_heads, config.ff_dim, config.dropout, config.norm, rope)
+            for _ in range(config.n_layers)
+        )
+        # Post-LN blocks already end in a LayerNorm; Pre-LN needs one after the stack.
+        self.ln_f = nn.LayerNorm(C) if config.norm == "pre" else nn.Identity()
+        self.pool = make_pooling(config.pooling, C)
+        self.head = nn.Linear(C, config.num_classes)
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        """input_ids (B, T) -> logits (B, num_classes). PAD positions are ignored."""
+        return self.inspect(input_ids).logits
+
+    def attention_weights(self, input_ids: Tensor, layer: int = -1) -> Tensor:
+        """The softmax attention (B, H, T, T) of ``layer``, from the forward pass itself."""
+        return self.inspect(input_ids, layer).attention
+
+    def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
+        """Forward pass that also returns ``layer``'s attention and the pooling weights."""
+        T = input_ids.size(1)
+        if T > self.config.max_len:
+            raise ValueError(
+                f"sequence of {T} tokens is longer than model.max_len={self.config.max_len}; "
+                "truncate it (tokenizer.max_len) or train with a larger model.max_len"
+            )
+        n = len(self.blocks)
+        if not -n <= layer < n:
+            raise IndexError(f"layer {layer} out of range for a {n}-layer model")
+        pad = input_ids == self.pad_id  # (B, T), True = PAD
+        key_mask = pad[:, None, None, :]  # (B, 1, 1, T): no query may attend to PAD keys
+        x = self.embed(input_ids)  # (B, T, C)
+        x = self.dropout(self.position(x))
+        kept = None
+        for i, block in enumerate(self.blocks):
+            x, weights = block(x, key_mask)
+            if i == layer % n:
+                kept = weights
+        h = self.ln_f(x)  # (B, T, C)
+        pooled, pool_weights = self.pool(h, pad)  # (B, C), (B, T)
+        return Inspection(self.head(pooled), kept, pool_weights)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,56 @@
+"""Turn T token vectors into one sentence vector, ignoring padding.
+
+Every pooling returns ``(pooled (B, C), weights (B, T))``: the weight each token
+has in the sentence vector. PAD tokens always get weight 0, so appending padding
+cannot change the result, and the weights say which tokens the classifier saw.
+``pad`` is the (B, T) boolean padding mask, True = PAD (blocked).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+class MeanPooling(nn.Module):
+    """h = Σ_t m_t H_t / max(1, Σ_t m_t), m_t = 1 for real tokens."""
+
+    def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
+        keep = (~pad).to(h.dtype)  # (B, T)
+        weights = keep / keep.sum(dim=1, keepdim=True).clamp(min=1.0)  # (B, T)
+        return (weights.unsqueeze(-1) * h).sum(dim=1), weights  # (B, C), (B, T)
+
+
+class ClsPooling(nn.Module):
+    """h = H_0: the first token ([CLS]) stands for the sentence, as in BERT."""
+
+    def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
+        weights = torch.zeros(h.shape[:2], dtype=h.dtype, device=h.device)  # (B, T)
+        weights[:, 0] = 1.0
+        return h[:, 0], weights  # (B, C), (B, T)
+
+
+class AttentionPooling(nn.Module):
+    """h = Σ_t softmax_t(q·H_t / √C) H_t over the real tokens, q a learned query."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(d_model) * 0.02)
+
+    def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
+        scores = h @ self.query / math.sqrt(h.size(-1))  # (B, T)
+        scores = scores.masked_fill(pad, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=1).masked_fill(pad, 0.0)  # (B, T)
+        return (weights.unsqueeze(-1) * h).sum(dim=1), weights  # (B, C), (B, T)
+
+
+def make_pooling(name: str, d_model: int) -> nn.Module:
+    if name == "mean":
+        return MeanPooling()
+    if name == "cls":
+        return ClsPooling()
+    if name == "attention":
+        return AttentionPooling(d_model)
+    raise ValueError(f"unknown pooling {name!r}: use mean, cls or attention")
