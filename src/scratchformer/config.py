@@ -98,6 +98,7 @@ class TrainConfig:
     schedule: Literal["constant", "cosine"] = "constant"
     warmup_ratio: float = 0.0  # fraction of all steps spent warming the lr up linearly
     label_smoothing: float = 0.0
+    bucket_by_length: bool = False  # batch texts of similar length together (less padding)
 
     def __post_init__(self) -> None:
         _require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -112,9 +113,7 @@ class TrainConfig:
             "must be auto, cpu, mps or cuda[:N]",
         )
         _require(0 <= self.warmup_ratio < 1, "train.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
-        _require(
-            0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)"
-        )
+        _require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
 
 
 @dataclass(frozen=True)

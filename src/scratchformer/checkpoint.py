@@ -1,0 +1,37 @@
+"""Save and load a trained classifier together with everything needed to rebuild it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from scratchformer.config import ModelConfig, section
+from scratchformer.files import write_atomic
+from scratchformer.model import TransformerClassifier
+
+
+def save_checkpoint(path: str | Path, model: TransformerClassifier, **info: Any) -> None:
+    """Write weights + model config (+ ``info``: epoch, metrics, …) atomically."""
+    state = {
+        "model_config": dataclasses.asdict(model.config),
+        "vocab_size": model.embed.num_embeddings,
+        "pad_id": model.pad_id,
+        "state_dict": model.state_dict(),
+        **info,
+    }
+    write_atomic(path, lambda tmp: torch.save(state, tmp))
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[TransformerClassifier, dict]:
+    """Rebuild the model from ``path`` in eval mode; also return the checkpoint's info."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no trained model; run `dvc repro` first")
+    state = torch.load(path, map_location=device, weights_only=True)
+    config = section(ModelConfig, state.pop("model_config"), "model")
+    model = TransformerClassifier(config, state.pop("vocab_size"), state.pop("pad_id"))
+    model.load_state_dict(state.pop("state_dict"))
+    return model.to(device).eval(), state

@@ -1,0 +1,42 @@
+"""Stage evaluate: validation/test scores, confusion data and the acceptance checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scratchformer import acceptance
+from scratchformer.checkpoint import load_checkpoint
+from scratchformer.config import Params
+from scratchformer.evaluation import CLASS_NAMES, confusion_rows, predict_logits, scores
+from scratchformer.files import write_json
+from scratchformer.tokenization import pad_batch, read_tokenized
+
+
+def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Path, confusion_dir: Path) -> dict:
+    """Accuracy/F1 on validation and test, confusion data, and the acceptance checks."""
+    model, _ = load_checkpoint(model_path)
+    result: dict = {}
+    for name in ("validation", "test"):
+        split = read_tokenized(tokenized_dir / f"{name}.parquet")
+        logits = predict_logits(model, split, batch_size=256)
+        s = scores(logits, split.labels)
+        result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
+        write_json(confusion_dir / f"{name}.json", confusion_rows(logits, split.labels, CLASS_NAMES))
+    sample = read_tokenized(tokenized_dir / "validation.parquet")
+    sample_ids = [sample.ids[i] for i in range(min(16, len(sample)))]
+    checks = {
+        "attention_max_abs_err": acceptance.attention_max_abs_err(seed=params.seed),
+        "causal_mask_leak": acceptance.causal_mask_leak(seed=params.seed),
+        "padding_leak": acceptance.padding_leak(model, pad_batch(sample_ids, model.pad_id)),
+        "validation_accuracy": result["validation"]["accuracy"],
+    }
+    limits = params.acceptance
+    checks["passed"] = bool(
+        checks["attention_max_abs_err"] < limits.attention_max_abs_err
+        and checks["causal_mask_leak"] < limits.causal_mask_leak
+        and checks["padding_leak"] < limits.padding_leak
+        and checks["validation_accuracy"] >= limits.validation_accuracy
+    )
+    result["acceptance"] = checks
+    write_json(metrics_path, result)
+    return result

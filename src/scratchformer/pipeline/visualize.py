@@ -1,0 +1,24 @@
+"""Stage visualize: curves and attention pictures from what train wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scratchformer import plots
+from scratchformer.config import Params
+from scratchformer.files import write_json
+
+
+def run(params: Params, live_dir: Path, snapshots_path: Path, images_dir: Path, weights_path: Path) -> None:
+    """Curves and attention pictures from what train wrote."""
+    plots.use_cjk_font()
+    probe = json.loads(snapshots_path.read_text(encoding="utf-8"))
+    head = params.probe.head
+    plots.save_figure(plots.loss_figure(live_dir), images_dir / "loss.png")
+    plots.save_figure(plots.grad_norm_figure(live_dir, params.train.grad_clip), images_dir / "grad_norm.png")
+    plots.save_figure(plots.heatmap_figure(probe), images_dir / "attention_heatmap.png")
+    plots.save_figure(plots.evolution_figure(probe, head), images_dir / "attention_evolution.png")
+    plots.save_figure(plots.all_heads_evolution_figure(probe), images_dir / "attention_evolution_heads.png")
+    plots.write_gif(plots.evolution_frames(probe, head), images_dir / "attention_evolution.gif")
+    write_json(weights_path, plots.plotted_weights(probe, head))

@@ -1,0 +1,200 @@
+"""Pictures of a training run: curves and the probe sentence's attention.
+
+Everything is drawn from files the train stage wrote (dvclive curves, probe
+snapshots); nothing here touches the model. Chinese tokens are drawn with Noto
+Sans CJK SC, shipped by the ``mplfonts`` package, so they render as glyphs on a
+machine with no CJK system font.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import imageio.v3 as iio
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib import font_manager
+from matplotlib.figure import Figure
+
+from scratchformer.files import write_atomic
+
+CJK_FONT_FILE = "NotoSansCJKsc-Regular.otf"
+
+
+def use_cjk_font() -> str:
+    """Register the CJK font shipped with mplfonts and make it the default; return its name."""
+    import mplfonts
+
+    path = Path(mplfonts.__file__).parent / "fonts" / CJK_FONT_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: CJK font missing; reinstall mplfonts (pip install -r requirements.txt)")
+    font_manager.fontManager.addfont(str(path))
+    name = font_manager.FontProperties(fname=str(path)).get_name()
+    plt.rcParams["font.family"] = [name, "DejaVu Sans"]
+    plt.rcParams["axes.unicode_minus"] = False
+    return name
+
+
+def save_figure(fig: Figure, path: Path, dpi: int = 120) -> None:
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight"))
+    plt.close(fig)
+
+
+def read_curve(live_dir: Path, name: str) -> pd.DataFrame:
+    """A dvclive curve, e.g. ``step/loss`` -> columns step, loss."""
+    return pd.read_csv(live_dir / "plots" / "metrics" / f"{name}.tsv", sep="\t")
+
+
+def loss_figure(live_dir: Path) -> Figure:
+    steps = read_curve(live_dir, "step/loss")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(steps["step"], steps["loss"], color="0.75", lw=0.6, label="train loss (step)")
+    window = max(1, len(steps) // 50)
+    ax.plot(
+        steps["step"],
+        steps["loss"].rolling(window, min_periods=1).mean(),
+        lw=1.5,
+        label=f"train loss (mean of {window} steps)",
+    )
+    steps_per_epoch = len(steps) / max(1, len(read_curve(live_dir, "epoch/val_loss")))
+    for key, style in (("train_loss", "o--"), ("val_loss", "s-")):
+        epochs = read_curve(live_dir, f"epoch/{key}")
+        ax.plot(epochs["step"] * steps_per_epoch, epochs[key], style, label=f"{key.replace('_', ' ')} (epoch)")
+    ax.set(xlabel="step", ylabel="cross-entropy", title="Loss")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
+    steps = read_curve(live_dir, "step/grad_norm")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(steps["step"], steps["grad_norm"], lw=0.7, label="global gradient norm before clipping")
+    if clip > 0:
+        clipped = (steps["grad_norm"] > clip).mean()
+        ax.axhline(clip, color="crimson", ls="--", label=f"clip threshold {clip:g} ({clipped:.0%} of steps clipped)")
+    ax.set_yscale("log")
+    ax.set(xlabel="step", ylabel="‖g‖₂ (log scale)", title="Gradient norm")
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def _token_labels(probe: dict) -> list[str]:
+    return probe["tokens"]
+
+
+def heatmap_figure(probe: dict) -> Figure:
+    """Every head of the probe layer after training: T x T attention, query rows, key columns."""
+    final = np.array(probe["snapshots"][-1]["attention_full"])  # (H, T, T)
+    tokens = _token_labels(probe)
+    H = final.shape[0]
+    cols = min(H, 2)
+    rows = int(np.ceil(H / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 6 * rows), squeeze=False)
+    for h, ax in enumerate(axes.flat):
+        if h >= H:
+            ax.axis("off")
+            continue
+        im = ax.imshow(final[h], cmap="viridis", vmin=0, vmax=final[h].max())
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+        ax.set_title(f"head {h}")
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    epoch = probe["snapshots"][-1]["epoch"]
+    fig.suptitle(f"Layer {probe['layer']} attention after epoch {epoch}: {probe['text']}")
+    fig.tight_layout()
+    return fig
+
+
+def evolution_matrix(probe: dict, head: int) -> np.ndarray:
+    """(epochs incl. init, T): the query token's attention in ``head`` at each snapshot."""
+    return np.array([s["attention"][head] for s in probe["snapshots"]])
+
+
+def _evolution_axes(ax, probe: dict, head: int, vmax: float | None = None):
+    matrix = evolution_matrix(probe, head)
+    im = ax.imshow(matrix, cmap="magma", aspect="auto", vmin=0, vmax=vmax or matrix.max())
+    ax.set_xticks(range(len(probe["tokens"])), probe["tokens"], fontsize=9)
+    ax.set_yticks(
+        range(len(matrix)), ["init" if s["epoch"] == 0 else f"epoch {s['epoch']}" for s in probe["snapshots"]]
+    )
+    q = probe["query_index"]
+    ax.get_xticklabels()[q].set_color("crimson")
+    ax.set_title(f"head {head}")
+    return im
+
+
+def evolution_figure(probe: dict, head: int) -> Figure:
+    fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(probe["tokens"])), 3.5))
+    im = _evolution_axes(ax, probe, head)
+    fig.colorbar(im, ax=ax, fraction=0.03)
+    ax.set_title(f"How 「{probe['query_token']}」 attends, layer {probe['layer']} head {head}, as training goes on")
+    ax.set_xlabel("key token")
+    return fig
+
+
+def all_heads_evolution_figure(probe: dict) -> Figure:
+    H = len(probe["snapshots"][0]["attention"])
+    fig, axes = plt.subplots(H, 1, figsize=(max(8, 0.45 * len(probe["tokens"])), 2.6 * H), squeeze=False)
+    for h, ax in enumerate(axes[:, 0]):
+        im = _evolution_axes(ax, probe, h)
+        fig.colorbar(im, ax=ax, fraction=0.03)
+    fig.suptitle(f"Attention of 「{probe['query_token']}」 in every head of layer {probe['layer']}")
+    fig.tight_layout()
+    return fig
+
+
+def evolution_frames(probe: dict, head: int) -> list[np.ndarray]:
+    """One RGB frame per snapshot: the query's attention over the tokens as bars."""
+    tokens = probe["tokens"]
+    top = max(max(s["attention"][head]) for s in probe["snapshots"])
+    frames = []
+    for s in probe["snapshots"]:
+        fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(tokens)), 3.6))
+        colors = ["crimson" if i == probe["query_index"] else "steelblue" for i in range(len(tokens))]
+        ax.bar(range(len(tokens)), s["attention"][head], color=colors)
+        ax.set_xticks(range(len(tokens)), tokens)
+        ax.set_ylim(0, top * 1.1)
+        label = "initialisation" if s["epoch"] == 0 else f"epoch {s['epoch']}"
+        p = dict(zip(probe["class_names"], s["probabilities"], strict=True))
+        ax.set_title(
+            f"「{probe['query_token']}」 attention, head {head}, {label} — "
+            + ", ".join(f"P({k})={v:.2f}" for k, v in p.items())
+        )
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+        frames.append(iio.imread(buf.getvalue())[..., :3])
+    return frames
+
+
+def write_gif(frames: list[np.ndarray], path: Path, seconds_per_frame: float = 1.0) -> None:
+    write_atomic(
+        path,
+        lambda tmp: iio.imwrite(tmp, frames, extension=".gif", duration=int(seconds_per_frame * 1000), loop=0),
+    )
+
+
+def plotted_weights(probe: dict, head: int) -> dict:
+    """The numbers behind the attention pictures, for anyone who wants to re-plot them."""
+    return {
+        "tokens": probe["tokens"],
+        "query_token": probe["query_token"],
+        "query_index": probe["query_index"],
+        "layer": probe["layer"],
+        "head": head,
+        "epochs": [s["epoch"] for s in probe["snapshots"]],
+        "query_attention": {
+            f"head_{h}": evolution_matrix(probe, h).round(6).tolist()
+            for h in range(len(probe["snapshots"][0]["attention"]))
+        },
+        "probabilities": [s["probabilities"] for s in probe["snapshots"]],
+    }

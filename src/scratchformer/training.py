@@ -1,0 +1,145 @@
+"""Training: AdamW on cross-entropy, gradient clipping, best-on-validation checkpoint."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from scratchformer.config import TrainConfig
+from scratchformer.evaluation import predict_logits, scores
+from scratchformer.model import TransformerClassifier
+from scratchformer.tokenization import TokenizedSplit, batches
+
+log = logging.getLogger(__name__)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto`` = cuda if present, then Apple's mps, then cpu."""
+    if name != "auto":
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> float:
+    """Multiplier of the base lr at ``step``: linear warm-up, then constant or cosine to 0."""
+    warmup = int(total * warmup_ratio)
+    if step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass
+class History:
+    """Everything a training run measured, for metrics, curves and plots."""
+
+    steps: list[dict] = field(default_factory=list)  # step, loss, grad_norm, lr
+    epochs: list[dict] = field(default_factory=list)  # epoch, train/val loss and accuracy
+    best_epoch: int = 0
+    seconds: float = 0.0
+
+
+def fit(
+    model: TransformerClassifier,
+    train: TokenizedSplit,
+    validation: TokenizedSplit,
+    config: TrainConfig,
+    seed: int,
+    device: torch.device,
+    on_step: Callable[[dict], None] = lambda record: None,
+    on_epoch: Callable[[dict, TransformerClassifier, bool], None] = lambda record, model, best: None,
+) -> History:
+    """Train ``model`` in place.
+
+    ``on_step`` receives each step's record; ``on_epoch`` each epoch's record,
+    the model, and whether this epoch has the lowest validation loss so far
+    (the caller saves the checkpoint then). Epoch 0 is the untrained model.
+    """
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = math.ceil(len(train) / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, total, config.schedule, config.warmup_ratio)
+    )
+    # A generator of its own keeps the batch order independent of dropout's draws.
+    order = torch.Generator().manual_seed(seed)
+    history = History()
+    start = time.perf_counter()
+    best_loss = math.inf
+    on_epoch(_epoch_record(model, 0, math.nan, math.nan, validation, config, device), model, False)
+
+    step = 0
+    for epoch in range(1, config.epochs + 1):
+        total_loss, correct, seen = 0.0, 0, 0
+        bar = tqdm(
+            batches(train, config.batch_size, model.pad_id, order, config.bucket_by_length),
+            total=steps_per_epoch,
+            desc=f"epoch {epoch}/{config.epochs}",
+            leave=False,
+        )
+        for ids, labels in bar:
+            ids, labels = ids.to(device), labels.to(device)
+            logits = model(ids)
+            loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            # Clip with max_norm=inf still returns the (pre-clip) global norm.
+            max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+            record = {
+                "step": step,
+                "loss": loss.item(),
+                "grad_norm": grad_norm,
+                "lr": scheduler.get_last_lr()[0],
+            }
+            optimizer.step()
+            scheduler.step()
+            history.steps.append(record)
+            on_step(record)
+            step += 1
+            total_loss += loss.item() * len(labels)
+            correct += (logits.argmax(1) == labels).sum().item()
+            seen += len(labels)
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+        record = _epoch_record(model, epoch, total_loss / seen, correct / seen, validation, config, device)
+        is_best = record["val_loss"] < best_loss
+        if is_best:
+            best_loss, history.best_epoch = record["val_loss"], epoch
+        history.epochs.append(record)
+        log.info("epoch %d: %s", epoch, {k: round(v, 4) for k, v in record.items()})
+        on_epoch(record, model, is_best)
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device) -> dict:
+    val = scores(predict_logits(model, validation, config.batch_size * 4, device), validation.labels)
+    return {
+        "epoch": epoch,
+        "train_loss": train_loss,
+        "train_accuracy": train_acc,
+        "val_loss": val["loss"],
+        "val_accuracy": val["accuracy"],
+    }

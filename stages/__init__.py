@@ -1,0 +1,1 @@
+"""Thin DVC stage entry points: run as ``python -m stages.<name>`` from the repo root."""

@@ -1,0 +1,23 @@
+"""DVC stage: loss and gradient-norm curves, attention heatmap, evolution pictures and GIF."""
+
+import argparse
+from pathlib import Path
+
+from scratchformer.config import load_params
+from scratchformer.pipeline import visualize
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--live", type=Path, default=Path("dvclive"))
+    parser.add_argument("--snapshots", type=Path, default=Path("plots/probe/snapshots.json"))
+    parser.add_argument("--images", type=Path, default=Path("plots/images"))
+    parser.add_argument("--weights", type=Path, default=Path("plots/probe/attention_weights.json"))
+    args = parser.parse_args()
+    visualize.run(load_params(args.params), args.live, args.snapshots, args.images, args.weights)
+    print(f"pictures in {args.images}/")
+
+
+if __name__ == "__main__":
+    main()

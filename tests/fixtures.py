@@ -1,0 +1,68 @@
+"""Small corpora and a small tokenizer that the tests write themselves (no network)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+SUBJECTS = ["房间", "服务", "酒店", "早餐", "位置", "电脑", "屏幕", "键盘", "这本书", "价格"]
+POSITIVE = ["很好", "不错", "干净", "满意", "喜欢", "方便", "漂亮"]
+NEGATIVE = ["很差", "太脏", "失望", "糟糕", "太吵", "难用", "太贵"]
+FILLERS = ["也", "真的", "确实", "总体", "感觉", "还是"]
+
+
+def write_tokenizer(folder: Path) -> Path:
+    """A BERT-style WordPiece tokenizer over the characters the fixture corpus uses."""
+    chars = sorted({c for w in SUBJECTS + POSITIVE + NEGATIVE + FILLERS + ["，。但是"] for c in w})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(SPECIAL + chars) + "\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "BertTokenizer", "do_lower_case": False}), encoding="utf-8"
+    )
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert"}), encoding="utf-8")
+    return folder
+
+
+def sentences(n: int, seed: int) -> list[tuple[int, str]]:
+    """``n`` (label, text) pairs: one or two clauses whose sentiment words decide the label."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        label = i % 2
+        words = POSITIVE if label else NEGATIVE
+        text = f"{rng.choice(SUBJECTS)}{rng.choice(FILLERS)}{rng.choice(words)}"
+        if rng.random() < 0.5:
+            text += f"，{rng.choice(SUBJECTS)}{rng.choice(words)}"
+        rows.append((label, text + "。"))
+    return rows
+
+
+def write_corpus(folder: Path, sizes=(240, 60, 60), fmt: str = "tsv", dev_name: str = "dev") -> Path:
+    """train/dev/test files in ``fmt``; TSV mimics ChnSentiCorp (``label<TAB>text_a``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for (name, n), seed in zip(zip(("train", dev_name, "test"), sizes, strict=True), (1, 2, 3), strict=True):
+        rows = sentences(n, seed)
+        if name == "train":
+            rows[0] = (1, '"引号开头的评论，房间很好。')  # a quote opens the text: must stay one row
+            rows[1] = (0, '他说"很差"，服务太吵。')
+        write_rows(folder / f"{name}.{fmt}", rows, fmt)
+    return folder
+
+
+def write_rows(path: Path, rows: list[tuple], fmt: str, text_column: str = "text_a") -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=["label", text_column])
+    if fmt == "tsv":
+        lines = [f"label\t{text_column}"] + [f"{label}\t{text}" for label, text in rows]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    elif fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "parquet":
+        frame.to_parquet(path, index=False)
+    elif fmt == "jsonl":
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+    else:
+        raise ValueError(fmt)

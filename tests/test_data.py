@@ -1,0 +1,158 @@
+import time
+
+import pandas as pd
+import pytest
+import torch
+from fixtures import write_corpus, write_rows, write_tokenizer
+
+from scratchformer.config import DataConfig
+from scratchformer.data import DataError, load_splits, write_splits
+from scratchformer.hub import HubUnreachableError, check_hub_reachable
+from scratchformer.tokenization import TokenizedSplit, batches, encode, load_tokenizer
+
+
+def load(folder, **kwargs):
+    return {s.name: s.frame for s in load_splits(DataConfig(source=str(folder), **kwargs))}
+
+
+def test_tsv_with_quotes_keeps_every_row(tmp_path):
+    splits = load(write_corpus(tmp_path / "c"))
+    assert {k: len(v) for k, v in splits.items()} == {"train": 240, "validation": 60, "test": 60}
+    assert splits["train"]["text"][0] == '"引号开头的评论，房间很好。'
+    assert splits["train"]["text"][1] == '他说"很差"，服务太吵。'
+    assert list(splits["train"].columns) == ["text", "label"]
+    assert splits["train"]["label"].dtype == "int64"
+
+
+def test_dev_and_validation_names(tmp_path):
+    assert len(load(write_corpus(tmp_path / "a", dev_name="validation"))["validation"]) == 60
+    assert len(load(write_corpus(tmp_path / "b", dev_name="dev"))["validation"]) == 60
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
+def test_other_formats(tmp_path, fmt):
+    splits = load(write_corpus(tmp_path / fmt, fmt=fmt))
+    assert len(splits["train"]) == 240
+    assert splits["train"]["text"][0] == '"引号开头的评论，房间很好。'
+
+
+@pytest.mark.parametrize("column", ["text", "text_a", "review", "sentence"])
+def test_text_column_aliases(tmp_path, column):
+    for name in ("train", "dev", "test"):
+        write_rows(tmp_path / f"{name}.tsv", [(1, "很好"), (0, "很差")], "tsv", text_column=column)
+    assert load(tmp_path)["test"]["text"].tolist() == ["很好", "很差"]
+
+
+def test_explicit_text_column(tmp_path):
+    for name in ("train", "dev", "test"):
+        write_rows(tmp_path / f"{name}.tsv", [(1, "很好")], "tsv", text_column="content")
+    assert load(tmp_path, text_column="content")["train"]["text"].tolist() == ["很好"]
+
+
+def test_text_that_looks_like_missing_value_is_kept(tmp_path):
+    for name in ("train", "dev", "test"):
+        write_rows(tmp_path / f"{name}.tsv", [(1, "NA"), (0, "null")], "tsv")
+    assert load(tmp_path)["train"]["text"].tolist() == ["NA", "null"]
+
+
+def test_missing_split_names_the_folder(tmp_path):
+    write_corpus(tmp_path)
+    (tmp_path / "test.tsv").unlink()
+    with pytest.raises(DataError, match=rf"{tmp_path}: no test split"):
+        load(tmp_path)
+
+
+def test_missing_text_column(tmp_path):
+    for name in ("train", "dev", "test"):
+        write_rows(tmp_path / f"{name}.tsv", [(1, "很好")], "tsv", text_column="content")
+    with pytest.raises(DataError, match=r"train\.tsv: no text column text or text_a or review or sentence"):
+        load(tmp_path)
+
+
+def test_missing_label_column(tmp_path):
+    write_corpus(tmp_path)
+    with pytest.raises(DataError, match=r"train\.tsv: no label column 'polarity'"):
+        load(tmp_path, label_column="polarity")
+
+
+def test_bad_label_names_file_and_row(tmp_path):
+    write_corpus(tmp_path)
+    path = tmp_path / "dev.tsv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[3] = "2\t还行吧。"  # data row 3
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"dev\.tsv: row 3 has label 2; expected 0 or 1"):
+        load(tmp_path)
+
+
+def test_empty_text_names_file_and_row(tmp_path):
+    write_corpus(tmp_path)
+    path = tmp_path / "test.tsv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[5] = "1\t   "
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"test\.tsv: row 5 has an empty text"):
+        load(tmp_path)
+
+
+def test_merged_rows_are_detected(tmp_path):
+    # A text spanning two physical lines would silently become one row (or two halves).
+    write_corpus(tmp_path)
+    path = tmp_path / "train.tsv"
+    path.write_text(path.read_text(encoding="utf-8") + "1\t第一行\n第二行没有标签\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"train\.tsv"):
+        load(tmp_path)
+
+
+def test_write_splits_round_trip(tmp_path):
+    splits = load_splits(DataConfig(source=str(write_corpus(tmp_path / "c"))))
+    write_splits(splits, tmp_path / "raw")
+    back = pd.read_parquet(tmp_path / "raw" / "train.parquet")
+    pd.testing.assert_frame_equal(back, splits[0].frame, check_dtype=False)
+    assert not list((tmp_path / "raw").glob(".*tmp"))
+
+
+def test_unreachable_hub_fails_fast(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "https://127.0.0.1:9")  # nothing listens on port 9
+    start = time.monotonic()
+    with pytest.raises(HubUnreachableError, match=r"data\.source.*local folder"):
+        check_hub_reachable("lansinuote/ChnSentiCorp", "data.source", timeout=2)
+    assert time.monotonic() - start < 5
+
+
+def test_unreachable_hub_download_fails_fast(monkeypatch, tmp_path):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "https://127.0.0.1:9")
+    monkeypatch.chdir(tmp_path)  # no local folder shadows the id
+    with pytest.raises(HubUnreachableError, match=r"tokenizer\.name"):
+        load_tokenizer("bert-base-chinese")
+    with pytest.raises(HubUnreachableError, match=r"data\.source"):
+        load_splits(DataConfig())
+
+
+def test_local_tokenizer_and_encoding(tmp_path):
+    tokenizer = load_tokenizer(str(write_tokenizer(tmp_path / "tok")))
+    encoded = encode(tokenizer, ["房间很好。", "服务很差，" * 10], max_len=8)
+    first = tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
+    assert first == ["[CLS]", "房", "间", "很", "好", "。", "[SEP]"]
+    assert len(encoded["input_ids"][1]) == 8 and encoded["n_tokens"][1] == 52
+    assert encoded["input_ids"][1][-1] == tokenizer.sep_token_id
+
+
+def test_batches_pad_to_their_own_longest_and_cover_everything():
+    lengths = (3, 7, 2, 5, 4)
+    split = TokenizedSplit([torch.arange(1, n + 1) for n in lengths], torch.tensor(lengths) % 2)
+    seen = []
+    for ids, labels in batches(split, 2, pad_id=0, generator=torch.Generator().manual_seed(0), bucket=True):
+        real = (ids != 0).sum(1)
+        assert ids.shape[1] == real.max()
+        assert torch.equal(labels, real % 2)  # each label stays with its own sequence
+        seen += real.tolist()
+    assert sorted(seen) == [2, 3, 4, 5, 7]
+    ordered = [ids.shape[1] for ids, _ in batches(split, 2, pad_id=0)]
+    assert ordered == [7, 5, 4]

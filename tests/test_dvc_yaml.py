@@ -1,0 +1,59 @@
+"""dvc.yaml must list, per stage, every library module its script imports.
+
+If a stage imported a module that dvc.yaml did not list, editing that module
+would not re-run the stage and `dvc repro` would keep stale results.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).parents[1]
+DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+
+
+def module_path(name: str) -> Path | None:
+    base = ROOT / "src" / Path(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_files(script: Path) -> set[str]:
+    """Repo-relative paths of the scratchformer modules ``script`` imports, transitively."""
+    seen: set[Path] = set()
+    todo = [script]
+    while todo:
+        path = todo.pop()
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                found = module_path(name) if name.startswith("scratchformer") else None
+                if found and found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+    return {str(p.relative_to(ROOT)) for p in seen if p.name != "__init__.py"}
+
+
+@pytest.mark.parametrize("stage", list(DVC["stages"]))
+def test_stage_lists_every_module_it_imports(stage):
+    spec = DVC["stages"][stage]
+    script = ROOT / "stages" / f"{stage}.py"
+    assert f"python -m stages.{stage}" in spec["cmd"]
+    deps = set(spec["deps"])
+    assert f"stages/{stage}.py" in deps
+    missing = imported_files(script) - deps
+    assert not missing, f"dvc.yaml stage {stage} does not list {sorted(missing)}"
+
+
+def test_model_experiments_skip_download_and_tokenize():
+    for stage in ("download", "tokenize"):
+        params = DVC["stages"][stage].get("params", [])
+        assert not any(str(p).startswith(("model", "train")) for p in params)

@@ -1,0 +1,110 @@
+"""The whole DVC pipeline on a fixture corpus, in a throw-away git repository."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from fixtures import write_corpus, write_tokenizer
+
+ROOT = Path(__file__).parents[1]
+pytestmark = pytest.mark.slow
+
+
+def run(cmd: list[str], cwd: Path) -> str:
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    repo = tmp_path_factory.mktemp("project")
+    for item in ("dvc.yaml", ".dvcignore", "stages", "src"):
+        source = ROOT / item
+        if source.is_dir():
+            shutil.copytree(source, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy(source, repo / item)
+    write_corpus(repo / "corpus")
+    write_tokenizer(repo / "vocab")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["data"]["source"] = "corpus"
+    params["tokenizer"] = {"name": "vocab", "max_len": 24}
+    params["model"].update(d_model=32, n_heads=2, n_layers=2, ff_dim=64, max_len=32)
+    params["train"].update(epochs=1, batch_size=16)
+    params["probe"].update(text="服务很差，房间太脏。", query_token="差")
+    params["acceptance"]["validation_accuracy"] = 0.5
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
+    (repo / ".gitignore").write_text("/corpus\n/vocab\n")
+    run(["git", "init", "-q"], repo)
+    run(["git", "config", "user.email", "test@example.com"], repo)
+    run(["git", "config", "user.name", "test"], repo)
+    run(["dvc", "init", "-q"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", "fixture project"], repo)
+    run(["dvc", "repro"], repo)
+    return repo
+
+
+def test_repro_writes_every_output(repo):
+    counts = {s: len(pd.read_parquet(repo / "data" / "raw" / f"{s}.parquet")) for s in ("train", "validation", "test")}
+    assert counts == {"train": 240, "validation": 60, "test": 60}
+    assert (repo / "models" / "model.pt").is_file()
+    assert (repo / "data" / "tokenizer" / "tokenizer_config.json").is_file()
+    for image in (
+        "loss.png",
+        "grad_norm.png",
+        "attention_heatmap.png",
+        "attention_evolution.png",
+        "attention_evolution_heads.png",
+        "attention_evolution.gif",
+    ):
+        assert (repo / "plots" / "images" / image).stat().st_size > 1000, image
+    train = json.loads((repo / "metrics" / "train.json").read_text())
+    assert train["epochs"] == 1 and train["best_epoch"] == 1
+    evaluation = json.loads((repo / "metrics" / "eval.json").read_text())
+    assert set(evaluation) == {"validation", "test", "acceptance"}
+    checks = evaluation["acceptance"]
+    assert checks["attention_max_abs_err"] < 1e-5 and checks["causal_mask_leak"] < 1e-6
+    assert checks["padding_leak"] < 1e-5
+    assert checks["validation_accuracy"] == evaluation["validation"]["accuracy"]
+    assert checks["passed"] == (checks["validation_accuracy"] >= 0.5)
+    probe = json.loads((repo / "plots" / "probe" / "snapshots.json").read_text())
+    assert [s["epoch"] for s in probe["snapshots"]] == [0, 1]
+    assert probe["tokens"][probe["query_index"]] == "差"
+    steps = pd.read_csv(repo / "dvclive" / "plots" / "metrics" / "step" / "grad_norm.tsv", sep="\t")
+    assert len(steps) == 15  # 240 examples / batch 16
+    confusion = json.loads((repo / "plots" / "confusion" / "test.json").read_text())
+    assert len(confusion) == 60 and set(confusion[0]) == {"actual", "predicted"}
+
+
+def test_metrics_and_plots_commands_work(repo):
+    shown = run(["dvc", "metrics", "show", "--json"], repo)
+    assert "acceptance.attention_max_abs_err" in shown or "attention_max_abs_err" in shown
+    run(["dvc", "plots", "show", "--json"], repo)
+
+
+def test_second_repro_is_a_no_op(repo):
+    out = run(["dvc", "repro"], repo)
+    assert "Running stage" not in out
+
+
+def test_model_experiment_skips_download_and_tokenize(repo):
+    out = run(["dvc", "exp", "run", "-S", "model.n_layers=1"], repo)
+    assert "Running stage 'train'" in out
+    assert "Running stage 'download'" not in out and "Running stage 'tokenize'" not in out
+    assert "Running stage 'evaluate'" in out and "Running stage 'visualize'" in out
+    shown = run(["dvc", "exp", "show", "--json"], repo)
+    assert "n_layers" in shown
