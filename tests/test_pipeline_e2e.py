@@ -101,6 +101,18 @@ def test_second_repro_is_a_no_op(repo):
     assert "Running stage" not in out
 
 
+def test_same_params_give_identical_results(repo):
+    def results():
+        train = json.loads((repo / "metrics" / "train.json").read_text())
+        train.pop("seconds")
+        curve = (repo / "dvclive" / "plots" / "metrics" / "step" / "loss.tsv").read_text()
+        return train, (repo / "metrics" / "eval.json").read_text(), curve
+
+    before = results()
+    run(["dvc", "repro", "--force", "train"], repo)
+    assert results() == before
+
+
 def test_model_experiment_skips_download_and_tokenize(repo):
     out = run(["dvc", "exp", "run", "-S", "model.n_layers=1"], repo)
     assert "Running stage 'train'" in out

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from dvclive import Live
-
 from scratchformer.checkpoint import save_checkpoint
 from scratchformer.config import Params
 from scratchformer.evaluation import CLASS_NAMES

@@ -1,0 +1,129 @@
+"""Tables for README.md and docs/, generated from ``dvc metrics show`` / ``dvc exp show``.
+
+Numbers in the docs are never typed by hand: ``python -m scratchformer.report``
+asks DVC for them and rewrites the blocks between ``<!-- name:start -->`` and
+``<!-- name:end -->`` markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from scratchformer.files import write_text
+
+
+def dvc_json(*args: str) -> Any:
+    out = subprocess.run(["dvc", *args, "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}."""
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def workspace_metrics(metrics_show: dict) -> dict[str, Any]:
+    """Flatten ``dvc metrics show --json`` of the workspace into {"eval.test.accuracy": …}."""
+    (files,) = [rev["data"] for rev in metrics_show.values()]
+    return {
+        f"{Path(path).stem}.{key}": value
+        for path, content in files.items()
+        for key, value in flatten(content.get("data", {})).items()
+    }
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if isinstance(value, bool) else "—"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        return f"{value:.2e}" if abs(value) < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def results_table(metrics: dict[str, Any]) -> str:
+    rows = [
+        ("validation accuracy", "eval.validation.accuracy"),
+        ("validation F1", "eval.validation.f1"),
+        ("test accuracy", "eval.test.accuracy"),
+        ("test F1", "eval.test.f1"),
+        ("attention max abs error vs PyTorch", "eval.acceptance.attention_max_abs_err"),
+        ("causal-mask leak", "eval.acceptance.causal_mask_leak"),
+        ("padding leak", "eval.acceptance.padding_leak"),
+        ("acceptance passed", "eval.acceptance.passed"),
+        ("best epoch (lowest validation loss)", "train.best_epoch"),
+        ("parameters", "train.parameters"),
+        ("training wall time, s", "train.seconds"),
+        ("training device", "train.device"),
+    ]
+    lines = ["| metric | value |", "|---|---|"]
+    lines += [f"| {label} | {fmt(metrics.get(key))} |" for label, key in rows if key in metrics]
+    return "\n".join(lines)
+
+
+def experiments(exp_show: list[dict]) -> list[dict[str, Any]]:
+    """One flat record per experiment (and the baseline) of ``dvc exp show --json``."""
+    records = []
+
+    def add(entry: dict, name: str) -> None:
+        data = entry.get("data") or {}
+        record = {"name": name}
+        for kind in ("params", "metrics"):
+            for path, content in (data.get(kind) or {}).items():
+                prefix = "" if kind == "params" else f"{Path(path).stem}."
+                record.update({f"{prefix}{k}": v for k, v in flatten(content.get("data", {})).items()})
+        records.append(record)
+
+    for rev in exp_show:
+        if rev.get("rev") == "workspace":
+            continue
+        add(rev, rev.get("name") or rev.get("rev", "")[:7])
+        for branch in rev.get("experiments") or []:
+            for exp in branch.get("revs", []):
+                add(exp, exp.get("name") or exp.get("rev", "")[:7])
+    return records
+
+
+def markdown_table(records: list[dict], columns: list[tuple[str, str]]) -> str:
+    lines = ["| " + " | ".join(label for label, _ in columns) + " |", "|" + "---|" * len(columns)]
+    for r in records:
+        lines.append("| " + " | ".join(fmt(r.get(key)) for _, key in columns) + " |")
+    return "\n".join(lines)
+
+
+def replace_block(text: str, name: str, content: str) -> str:
+    pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
+    if not pattern.search(text):
+        raise ValueError(f"no <!-- {name}:start --> … <!-- {name}:end --> block to fill")
+    return pattern.sub(lambda m: m.group(1) + content.rstrip() + "\n" + m.group(2), text)
+
+
+def update_readme(path: Path) -> None:
+    metrics = workspace_metrics(dvc_json("metrics", "show"))
+    write_text(path, replace_block(path.read_text(encoding="utf-8"), "results", results_table(metrics)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m scratchformer.report", description=__doc__)
+    parser.add_argument("what", choices=["readme"])
+    parser.add_argument("--file", type=Path, default=Path("README.md"))
+    args = parser.parse_args(argv)
+    if args.what == "readme":
+        update_readme(args.file)
+    print(f"updated {args.file}")
+
+
+if __name__ == "__main__":
+    main()
