@@ -14,6 +14,7 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--tokenized", type=Path, default=Path("data/tokenized"))
     parser.add_argument("--tokenizer", type=Path, default=Path("data/tokenizer"))
+    parser.add_argument("--pretrained", type=Path, default=Path("models/pretrained.pt"))
     parser.add_argument("--model", type=Path, default=Path("models/model.pt"))
     parser.add_argument("--live", type=Path, default=Path("dvclive"))
     parser.add_argument("--snapshots", type=Path, default=Path("plots/probe/snapshots.json"))

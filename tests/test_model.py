@@ -94,6 +94,10 @@ def test_layer_out_of_range():
         {"positional": "rope"},
         {"norm": "pre"},
         {"norm": "post"},
+        {"n_heads": 8},
+        {"n_layers": 4},
+        {"d_model": 48, "n_heads": 4},
+        {"ff_dim": 32},
     ],
 )
 def test_every_option_trains_one_step(option):

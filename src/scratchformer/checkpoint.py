@@ -35,3 +35,20 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     model = TransformerClassifier(config, state.pop("vocab_size"), state.pop("pad_id"))
     model.load_state_dict(state.pop("state_dict"))
     return model.to(device).eval(), state
+
+
+def save_no_pretraining(path: str | Path) -> None:
+    """The pretrain stage's output when pretraining is off: train starts from random init."""
+    write_atomic(path, lambda tmp: torch.save({"pretrained": False}, tmp))
+
+
+def load_pretrained(model: TransformerClassifier, path: str | Path) -> bool:
+    """Copy pretrained weights from ``path`` into ``model`` if it holds any; say whether it did."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not state.get("pretrained"):
+        return False
+    saved = section(ModelConfig, state["model_config"], "model")
+    if saved != model.config:
+        raise ValueError(f"{path}: pretrained with {saved}, but train builds {model.config}; run `dvc repro`")
+    model.load_state_dict(state["state_dict"])
+    return True

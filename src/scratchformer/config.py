@@ -117,6 +117,25 @@ class TrainConfig:
 
 
 @dataclass(frozen=True)
+class PretrainConfig:
+    """Masked-language-model pretraining of the encoder on the training texts; 0 epochs = off."""
+
+    epochs: int = 0
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.05
+    mask_prob: float = 0.15
+
+    def __post_init__(self) -> None:
+        _require(self.epochs >= 0, "pretrain.epochs", self.epochs, "must be >= 0 (0 = no pretraining)")
+        _require(self.batch_size >= 1, "pretrain.batch_size", self.batch_size, "must be >= 1")
+        _require(self.lr > 0, "pretrain.lr", self.lr, "must be > 0")
+        _require(0 <= self.warmup_ratio < 1, "pretrain.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
+        _require(0 < self.mask_prob < 1, "pretrain.mask_prob", self.mask_prob, "must be in (0, 1)")
+
+
+@dataclass(frozen=True)
 class ProbeConfig:
     text: str = "这家酒店位置很好，但是房间太脏，服务也很差。"
     query_token: str = "差"
@@ -127,6 +146,20 @@ class ProbeConfig:
         _require(bool(self.text.strip()), "probe.text", self.text, "must not be empty")
         _require(bool(self.query_token), "probe.query_token", self.query_token, "must not be empty")
         _require(self.head >= 0, "probe.head", self.head, "must be >= 0")
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    """Character n-gram TF-IDF + logistic regression, the classical reference."""
+
+    ngram_max: int = 3  # character 1..ngram_max-grams
+    min_df: int = 1
+    C: float = 10.0  # inverse regularisation strength
+
+    def __post_init__(self) -> None:
+        _require(1 <= self.ngram_max <= 6, "baseline.ngram_max", self.ngram_max, "must be in 1..6")
+        _require(self.min_df >= 1, "baseline.min_df", self.min_df, "must be >= 1")
+        _require(self.C > 0, "baseline.C", self.C, "must be > 0")
 
 
 @dataclass(frozen=True)
@@ -144,8 +177,10 @@ class Params:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+    baseline: BaselineConfig = field(default_factory=BaselineConfig)
 
     def __post_init__(self) -> None:
         _require(

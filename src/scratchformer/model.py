@@ -60,6 +60,12 @@ class TransformerClassifier(nn.Module):
 
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
         """Forward pass that also returns ``layer``'s attention and the pooling weights."""
+        h, pad, attention = self.encode(input_ids, layer)
+        pooled, pool_weights = self.pool(h, pad)  # (B, C), (B, T)
+        return Inspection(self.head(pooled), attention, pool_weights)
+
+    def encode(self, input_ids: Tensor, layer: int = -1) -> tuple[Tensor, Tensor, Tensor]:
+        """Token vectors (B, T, C), the padding mask (B, T) and ``layer``'s attention (B, H, T, T)."""
         T = input_ids.size(1)
         if T > self.config.max_len:
             raise ValueError(
@@ -78,9 +84,7 @@ class TransformerClassifier(nn.Module):
             x, weights = block(x, key_mask)
             if i == layer % n:
                 kept = weights
-        h = self.ln_f(x)  # (B, T, C)
-        pooled, pool_weights = self.pool(h, pad)  # (B, C), (B, T)
-        return Inspection(self.head(pooled), kept, pool_weights)
+        return self.ln_f(x), pad, kept
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

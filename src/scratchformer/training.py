@@ -98,6 +98,7 @@ def fit(
             total=steps_per_epoch,
             desc=f"epoch {epoch}/{config.epochs}",
             leave=False,
+            disable=None,
         )
         for ids, labels in bar:
             ids, labels = ids.to(device), labels.to(device)

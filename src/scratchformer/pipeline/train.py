@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dvclive import Live
-from scratchformer.checkpoint import save_checkpoint
+from scratchformer.checkpoint import load_pretrained, save_checkpoint
 from scratchformer.config import Params
 from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.files import write_json
@@ -19,6 +19,7 @@ def run(
     params: Params,
     tokenized_dir: Path,
     tokenizer_dir: Path,
+    pretrained_path: Path,
     model_path: Path,
     live_dir: Path,
     snapshots_path: Path,
@@ -30,6 +31,7 @@ def run(
     train_split = read_tokenized(tokenized_dir / "train.parquet")
     val_split = read_tokenized(tokenized_dir / "validation.parquet")
     model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
+    pretrained = load_pretrained(model, pretrained_path)
     device = pick_device(params.train.device)
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
     snapshots = []
@@ -72,6 +74,7 @@ def run(
         "seconds": round(history.seconds, 1),
         "parameters": model.num_parameters(),
         "device": device.type,
+        "pretrained": pretrained,
     }
     write_json(
         snapshots_path,

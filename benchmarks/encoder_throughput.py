@@ -1,0 +1,134 @@
+"""Training throughput of the hand-written encoder against PyTorch's own, same run.
+
+1. Encoder: our TransformerClassifier vs the same model whose blocks are
+   ``torch.nn.TransformerEncoderLayer`` (same sizes, Pre-LN, GELU, dropout; same
+   embedding, positions, pooling and head), on identical full-length batches at
+   T = 64 and 256. Prints samples/s and the ratio ours / PyTorch (target >= 0.9).
+2. Padding: on the real training texts at max_len 256, batches padded to max_len vs
+   to their own longest text vs length-bucketed. Prints samples/s and the ratios
+   against fixed padding (target >= 1.5x).
+
+Run from the repository root after `dvc repro` (part 2 reads data/raw and
+data/tokenizer; it is skipped with a note when they are missing):
+
+    python benchmarks/encoder_throughput.py [--steps 30] [--batch 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from scratchformer.config import ModelConfig
+from scratchformer.model import TransformerClassifier
+from scratchformer.tokenization import TokenizedSplit, batches
+
+VOCAB = 21128
+
+
+class TorchEncoderClassifier(TransformerClassifier):
+    """Our classifier with its blocks swapped for nn.TransformerEncoderLayer (reference only)."""
+
+    def __init__(self, config: ModelConfig, vocab_size: int) -> None:
+        super().__init__(config, vocab_size)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                config.d_model,
+                config.n_heads,
+                config.ff_dim,
+                config.dropout,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(config.n_layers)
+        )
+
+    def forward(self, input_ids):
+        pad = input_ids == self.pad_id
+        x = self.dropout(self.position(self.embed(input_ids)))
+        for block in self.blocks:
+            x = block(x, src_key_padding_mask=pad)
+        return self.head(self.pool(self.ln_f(x), pad)[0])
+
+
+def samples_per_second(model: nn.Module, batch_list: list[tuple], warmup: int = 3) -> float:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+
+    def step(ids, labels):
+        loss = F.cross_entropy(model(ids), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    for ids, labels in batch_list[:warmup]:
+        step(ids, labels)
+    start = time.perf_counter()
+    n = 0
+    for ids, labels in batch_list[warmup:]:
+        step(ids, labels)
+        n += len(labels)
+    return n / (time.perf_counter() - start)
+
+
+def encoder_comparison(steps: int, batch: int) -> None:
+    print("1. hand-written encoder vs nn.TransformerEncoderLayer (training samples/s, full-length batches)")
+    for T in (64, 256):
+        config = ModelConfig(max_len=T)
+        g = torch.Generator().manual_seed(0)
+        data = [
+            (torch.randint(1, VOCAB, (batch, T), generator=g), torch.randint(0, 2, (batch,), generator=g))
+            for _ in range(steps + 3)
+        ]
+        torch.manual_seed(0)
+        ours = samples_per_second(TransformerClassifier(config, VOCAB), data)
+        torch.manual_seed(0)
+        reference = samples_per_second(TorchEncoderClassifier(config, VOCAB), data)
+        print(f"   T={T:4d}: ours {ours:8.1f}/s  pytorch {reference:8.1f}/s  ratio {ours / reference:.2f}x")
+
+
+def padding_comparison(steps: int, batch: int) -> None:
+    raw, tok = Path("data/raw/train.parquet"), Path("data/tokenizer")
+    if not raw.is_file() or not tok.is_dir():
+        print("2. padding: skipped (run `dvc repro` first for data/raw and data/tokenizer)")
+        return
+    import pandas as pd
+
+    from scratchformer.tokenization import encode, load_tokenizer
+
+    max_len = 256
+    texts = pd.read_parquet(raw)["text"].tolist()
+    ids = encode(load_tokenizer(str(tok)), texts, max_len)["input_ids"]
+    split = TokenizedSplit([torch.tensor(x) for x in ids], torch.zeros(len(ids), dtype=torch.long))
+    config = ModelConfig(max_len=max_len)
+    dynamic = list(batches(split, batch, 0, torch.Generator().manual_seed(0)))[: steps + 3]
+    fixed = [(F.pad(x, (0, max_len - x.size(1))), y) for x, y in dynamic]
+    bucketed = list(batches(split, batch, 0, torch.Generator().manual_seed(0), bucket=True))[: steps + 3]
+    print(f"2. real training texts at max_len {max_len} (training samples/s, our encoder)")
+    results = {}
+    for name, data in (("padded to max_len", fixed), ("padded per batch", dynamic), ("length-bucketed", bucketed)):
+        torch.manual_seed(0)
+        results[name] = samples_per_second(TransformerClassifier(config, VOCAB), data)
+    base = results["padded to max_len"]
+    for name, value in results.items():
+        print(f"   {name:18s} {value:8.1f}/s  ratio {value / base:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--batch", type=int, default=32)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    encoder_comparison(args.steps, args.batch)
+    padding_comparison(args.steps, args.batch)
+
+
+if __name__ == "__main__":
+    main()

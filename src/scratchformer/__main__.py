@@ -1,0 +1,5 @@
+import sys
+
+from scratchformer.cli import main
+
+sys.exit(main())

@@ -1,0 +1,17 @@
+"""Stage baseline: char n-gram TF-IDF + logistic regression on the raw splits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scratchformer.baseline import fit_and_score
+from scratchformer.config import Params
+from scratchformer.data import read_split
+from scratchformer.files import write_json
+
+
+def run(params: Params, raw_dir: Path, metrics_path: Path) -> dict:
+    others = {name: read_split(raw_dir, name) for name in ("validation", "test")}
+    result = {"baseline": fit_and_score(params.baseline, params.seed, read_split(raw_dir, "train"), others)}
+    write_json(metrics_path, result)
+    return result

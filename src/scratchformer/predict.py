@@ -1,0 +1,87 @@
+"""Ask the trained model about new texts, and see which tokens drove each answer.
+
+Token relevance follows the pooled sentence vector back one layer: the pooling
+weights w (B, T) say how much each final token vector counts, and the last
+layer's head-averaged attention Ā (B, T, T) says where each of those vectors
+looked, so relevance = Σ_q w_q Ā[q, :]. With mean pooling that is the
+attention each token receives on average; with CLS pooling, the [CLS] row;
+with attention pooling, the learned query's weights carried through the layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from scratchformer.checkpoint import load_checkpoint
+from scratchformer.evaluation import CLASS_NAMES
+from scratchformer.tokenization import load_tokenizer, pad_batch
+
+
+@dataclass(frozen=True)
+class Prediction:
+    text: str
+    label: str
+    probability: float  # of the predicted label
+    probabilities: dict[str, float]
+    top_tokens: list[dict]  # {token, position, relevance}, most relevant first
+    n_tokens: int  # tokens in the text, [CLS] and [SEP] included, before truncation
+    read_tokens: int  # tokens the model read: n_tokens, or max_len when truncated
+    truncated: bool
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Predictor:
+    def __init__(self, model_path: str | Path, tokenizer_path: str | Path) -> None:
+        model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
+        if not model_path.is_file():
+            raise FileNotFoundError(f"no trained model at {model_path}; run `dvc repro` first")
+        if not tokenizer_path.is_dir():
+            raise FileNotFoundError(f"no saved tokenizer at {tokenizer_path}; run `dvc repro` first")
+        self.model, info = load_checkpoint(model_path)
+        self.tokenizer = load_tokenizer(str(tokenizer_path))
+        self.max_len = info.get("tokenizer_max_len", self.model.config.max_len)
+
+    @torch.no_grad()
+    def predict(self, texts: list[str], top_k: int = 5) -> list[Prediction]:
+        texts = [t.strip() for t in texts]
+        if not texts or not all(texts):
+            raise ValueError("no text to classify: give one or more non-empty texts")
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_len)["input_ids"]
+        full = self.tokenizer(texts, verbose=False)["input_ids"]
+        ids = pad_batch([torch.tensor(x) for x in encoded], self.model.pad_id)  # (B, T)
+        seen = self.model.inspect(ids, layer=-1)
+        probs = torch.softmax(seen.logits, dim=-1)  # (B, K)
+        relevance = torch.einsum("bq,bqk->bk", seen.pooling, seen.attention.mean(dim=1))  # (B, T)
+        names = list(CLASS_NAMES) if probs.size(1) == len(CLASS_NAMES) else [str(i) for i in range(probs.size(1))]
+        special = set(self.tokenizer.all_special_ids)
+        out = []
+        for b, text in enumerate(texts):
+            k = int(probs[b].argmax())
+            scored = [
+                {
+                    "token": self.tokenizer.convert_ids_to_tokens(t),
+                    "position": i,
+                    "relevance": round(float(relevance[b, i]), 4),
+                }
+                for i, t in enumerate(encoded[b])
+                if t not in special
+            ]
+            scored.sort(key=lambda item: -item["relevance"])
+            out.append(
+                Prediction(
+                    text=text,
+                    label=names[k],
+                    probability=round(float(probs[b, k]), 4),
+                    probabilities={n: round(float(p), 4) for n, p in zip(names, probs[b], strict=True)},
+                    top_tokens=scored[:top_k],
+                    n_tokens=len(full[b]),
+                    read_tokens=len(encoded[b]),
+                    truncated=len(full[b]) > self.max_len,
+                )
+            )
+        return out

@@ -1,0 +1,37 @@
+import pytest
+import torch
+from fixtures import write_corpus, write_tokenizer
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    """A tiny classifier trained one epoch on the fixture corpus: (model path, tokenizer dir)."""
+    from scratchformer.checkpoint import save_checkpoint
+    from scratchformer.config import DataConfig, ModelConfig, TrainConfig
+    from scratchformer.data import load_splits
+    from scratchformer.model import TransformerClassifier
+    from scratchformer.tokenization import TokenizedSplit, encode, load_tokenizer, save_tokenizer
+    from scratchformer.training import fit, seed_everything
+
+    root = tmp_path_factory.mktemp("trained")
+    tokenizer = load_tokenizer(str(write_tokenizer(root / "vocab")))
+    save_tokenizer(tokenizer, root / "tokenizer")
+    splits = {s.name: s.frame for s in load_splits(DataConfig(source=str(write_corpus(root / "corpus"))))}
+
+    def tokenized(frame):
+        ids = encode(tokenizer, frame["text"].tolist(), 24)["input_ids"]
+        return TokenizedSplit([torch.tensor(x) for x in ids], torch.tensor(frame["label"].tolist()))
+
+    seed_everything(0)
+    config = ModelConfig(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32, dropout=0.0)
+    model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
+    fit(
+        model,
+        tokenized(splits["train"]),
+        tokenized(splits["validation"]),
+        TrainConfig(epochs=3, batch_size=16, lr=5e-3),
+        0,
+        torch.device("cpu"),
+    )
+    save_checkpoint(root / "model.pt", model, tokenizer_max_len=24)
+    return root / "model.pt", root / "tokenizer"

@@ -1,0 +1,59 @@
+import pytest
+import torch
+
+from scratchformer.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
+from scratchformer.config import ModelConfig, PretrainConfig
+from scratchformer.model import TransformerClassifier
+from scratchformer.pretraining import IGNORE, MaskedLMHead, mask_tokens, pretrain
+from scratchformer.tokenization import TokenizedSplit
+
+
+def test_masking_follows_the_80_10_10_rule():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(10, 1000, (200, 100))
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    special[:, 0] = True  # e.g. [CLS]
+    inputs, labels = mask_tokens(ids, special, mask_id=3, vocab_size=1000, p=0.15, generator=g)
+    chosen = labels != IGNORE
+    assert abs(chosen.float().mean().item() - 0.15 * 99 / 100) < 0.01
+    assert not chosen[:, 0].any() and torch.equal(inputs[:, 0], ids[:, 0])
+    assert torch.equal(labels[chosen], ids[chosen])
+    masked = (inputs[chosen] == 3).float().mean().item()
+    kept = (inputs[chosen] == ids[chosen]).float().mean().item()
+    assert abs(masked - 0.8) < 0.02 and abs(kept - 0.1) < 0.02
+    assert torch.equal(inputs[~chosen], ids[~chosen])  # nothing else is touched
+
+
+def test_mlm_head_ties_the_embedding():
+    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, max_len=16), vocab_size=50)
+    head = MaskedLMHead(model.embed)
+    assert head.embedding.weight is model.embed.weight
+    assert head(torch.randn(7, 16)).shape == (7, 50)
+
+
+def corpus(n=64):
+    g = torch.Generator().manual_seed(0)
+    # A learnable language: each sequence counts up from a random start.
+    ids = [
+        torch.cat([torch.tensor([2]), (torch.arange(10) + s) % 40 + 5, torch.tensor([3])])
+        for s in torch.randint(0, 40, (n,), generator=g)
+    ]
+    return TokenizedSplit(ids, torch.zeros(n, dtype=torch.long))
+
+
+def test_pretraining_learns_the_corpus_and_round_trips(tmp_path):
+    torch.manual_seed(0)
+    config = ModelConfig(d_model=32, n_heads=2, n_layers=2, ff_dim=64, max_len=16, dropout=0.0)
+    model = TransformerClassifier(config, vocab_size=50)
+    short = pretrain(model, corpus(), PretrainConfig(epochs=1, batch_size=16, lr=3e-3), [0, 2, 3], 4, 0, "cpu")
+    longer = pretrain(model, corpus(), PretrainConfig(epochs=15, batch_size=16, lr=3e-3), [0, 2, 3], 4, 0, "cpu")
+    assert longer["mlm_loss"] < short["mlm_loss"] * 0.7
+    save_checkpoint(tmp_path / "pre.pt", model, pretrained=True)
+    fresh = TransformerClassifier(config, vocab_size=50)
+    assert load_pretrained(fresh, tmp_path / "pre.pt")
+    assert torch.equal(fresh.embed.weight, model.embed.weight)
+    save_no_pretraining(tmp_path / "none.pt")
+    assert not load_pretrained(fresh, tmp_path / "none.pt")
+    other = TransformerClassifier(ModelConfig(d_model=32, n_heads=4, n_layers=2, ff_dim=64, max_len=16), 50)
+    with pytest.raises(ValueError, match="pretrained with"):
+        load_pretrained(other, tmp_path / "pre.pt")
