@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 from fixtures import write_corpus, write_tokenizer
+from scratchformer.report import experiments
 
 ROOT = Path(__file__).parents[1]
 pytestmark = pytest.mark.slow
@@ -120,3 +122,19 @@ def test_model_experiment_skips_download_and_tokenize(repo):
     assert "Running stage 'evaluate'" in out and "Running stage 'visualize'" in out
     shown = run(["dvc", "exp", "show", "--json"], repo)
     assert "n_layers" in shown
+
+
+def test_queued_sweep_runs_every_experiment(repo):
+    run(["dvc", "exp", "run", "--queue", "-S", "model.n_heads=1,4"], repo)
+    run(["dvc", "queue", "start", "-j", "1"], repo)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        status = run(["dvc", "queue", "status"], repo)
+        if "Queued" not in status and "Running" not in status:
+            break
+        time.sleep(2)
+    assert "Failed" not in status, status
+    assert status.count("Success") >= 2, status
+    records = experiments(json.loads(run(["dvc", "exp", "show", "--json"], repo)))
+    heads = {r.get("model.n_heads") for r in records if r.get("eval.test.accuracy") is not None}
+    assert {1, 4} <= heads

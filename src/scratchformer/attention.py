@@ -34,17 +34,17 @@ def scaled_dot_product_attention(
     Dividing by √D keeps the scores' variance near 1 whatever the head size, so
     the softmax does not saturate at initialisation. ``weights`` are the softmax
     probabilities before ``dropout`` (what the model *computed*, not the random
-    subset used in one training step). A query whose keys are all blocked gets
-    all-zero weights and a zero output rather than NaN.
+    subset used in one training step). Blocked keys get exactly zero weight: their
+    score is the dtype's most negative value, whose exponential underflows to 0.
+    A query whose keys are *all* blocked (only possible for an all-PAD sequence)
+    gets equal scores everywhere and so uniform weights: finite, never NaN.
     """
     d = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, Tq, Tk)
+    # Scale q (T x D numbers) rather than the scores (T x T): same result, less work.
+    scores = (q / math.sqrt(d)) @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
     if mask is not None:
-        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+        scores.masked_fill_(mask, torch.finfo(scores.dtype).min)  # in place: scores is ours alone
     weights = torch.softmax(scores, dim=-1)  # (B, H, Tq, Tk), rows sum to 1
-    if mask is not None:
-        # A fully blocked row softmaxes to uniform over blocked keys; zero it instead.
-        weights = weights.masked_fill(mask, 0.0)
     attended = dropout(weights) if dropout is not None else weights
     return attended @ v, weights  # (B, H, Tq, D), (B, H, Tq, Tk)
 

@@ -115,14 +115,76 @@ def update_readme(path: Path) -> None:
     write_text(path, replace_block(path.read_text(encoding="utf-8"), "results", results_table(metrics)))
 
 
+ABLATION_COLUMNS = [
+    ("experiment", "name"),
+    ("layers", "model.n_layers"),
+    ("heads", "model.n_heads"),
+    ("d_model", "model.d_model"),
+    ("norm", "model.norm"),
+    ("pooling", "model.pooling"),
+    ("positions", "model.positional"),
+    ("val acc", "eval.validation.accuracy"),
+    ("test acc", "eval.test.accuracy"),
+    ("best val loss", "train.best_val_loss"),
+    ("best epoch", "train.best_epoch"),
+    ("grad norm median", "train.grad_norm_median"),
+    ("grad norm p99", "train.grad_norm_p99"),
+    ("clipped", "train.clipped_fraction"),
+    ("train s", "train.seconds"),
+]
+DEFAULTS = {"model.n_layers": 2, "model.n_heads": 4, "model.d_model": 64, "model.norm": "pre",
+            "model.pooling": "mean", "model.positional": "sinusoidal"}
+
+
+def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:
+    """Split experiments by the question they answer: which params differ from the defaults."""
+    keys = {k for k in DEFAULTS}
+    groups: dict[str, list[dict]] = {"layers x heads": [], "normalisation": [], "pooling": [], "positions": []}
+    for r in records:
+        if r.get("eval.test.accuracy") is None:
+            continue
+        changed = {k for k in keys if r.get(k) != DEFAULTS[k]}
+        if changed <= {"model.n_layers", "model.n_heads"}:
+            groups["layers x heads"].append(r)
+        if changed <= {"model.norm", "model.n_layers"} and (r.get("model.n_layers") in (2, 6)):
+            groups["normalisation"].append(r)
+        if changed <= {"model.pooling"}:
+            groups["pooling"].append(r)
+        if changed <= {"model.positional"}:
+            groups["positions"].append(r)
+    for name, rows in groups.items():
+        order = [k for _, k in ABLATION_COLUMNS[1:7]]
+        rows.sort(key=lambda r: tuple(str(r.get(k)) for k in order))
+        unique = {tuple(str(r.get(k)) for k in order): r for r in rows}  # newest run of a config wins
+        groups[name] = list(unique.values())
+    return groups
+
+
+def ablation_tables(records: list[dict]) -> str:
+    parts = []
+    for name, rows in ablation_groups(records).items():
+        if rows:
+            parts.append(f"### {name}\n\n" + markdown_table(rows, ABLATION_COLUMNS))
+    return "\n\n".join(parts)
+
+
+def update_ablations(path: Path) -> None:
+    records = experiments(dvc_json("exp", "show", "--all-commits"))
+    write_text(path, replace_block(path.read_text(encoding="utf-8"), "ablations", ablation_tables(records)))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scratchformer.report", description=__doc__)
-    parser.add_argument("what", choices=["readme"])
-    parser.add_argument("--file", type=Path, default=Path("README.md"))
+    parser.add_argument("what", choices=["readme", "ablations"])
+    parser.add_argument("--file", type=Path, help="default: README.md, or docs/ablations.md")
     args = parser.parse_args(argv)
     if args.what == "readme":
-        update_readme(args.file)
-    print(f"updated {args.file}")
+        path = args.file or Path("README.md")
+        update_readme(path)
+    else:
+        path = args.file or Path("docs/ablations.md")
+        update_ablations(path)
+    print(f"updated {path}")
 
 
 if __name__ == "__main__":

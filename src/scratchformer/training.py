@@ -50,6 +50,17 @@ def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> floa
     return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def grad_norm_summary(norms: list[float], clip: float) -> dict[str, float]:
+    """Median, 99th percentile and max of the pre-clip gradient norms; share of steps clipped."""
+    t = torch.tensor(norms)
+    return {
+        "grad_norm_median": t.median().item(),
+        "grad_norm_p99": t.quantile(0.99).item(),
+        "grad_norm_max": t.max().item(),
+        "clipped_fraction": (t > clip).float().mean().item() if clip > 0 else 0.0,
+    }
+
+
 @dataclass
 class History:
     """Everything a training run measured, for metrics, curves and plots."""

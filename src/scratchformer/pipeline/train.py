@@ -12,7 +12,7 @@ from scratchformer.files import write_json
 from scratchformer.model import TransformerClassifier
 from scratchformer.probe import make_probe, snapshot
 from scratchformer.tokenization import load_tokenizer, read_tokenized
-from scratchformer.training import fit, pick_device, seed_everything
+from scratchformer.training import fit, grad_norm_summary, pick_device, seed_everything
 
 
 def run(
@@ -75,6 +75,7 @@ def run(
         "parameters": model.num_parameters(),
         "device": device.type,
         "pretrained": pretrained,
+        **grad_norm_summary([r["grad_norm"] for r in history.steps], params.train.grad_clip),
     }
     write_json(
         snapshots_path,
