@@ -25,6 +25,7 @@ def main() -> None:
         load_params(args.params),
         args.tokenized,
         args.tokenizer,
+        args.pretrained,
         args.model,
         args.live,
         args.snapshots,

@@ -2,16 +2,17 @@
 
 import json
 import os
-import time
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 from fixtures import write_corpus, write_tokenizer
+
 from scratchformer.report import experiments
 
 ROOT = Path(__file__).parents[1]

@@ -79,7 +79,7 @@ def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
         clipped = (steps["grad_norm"] > clip).mean()
         ax.axhline(clip, color="crimson", ls="--", label=f"clip threshold {clip:g} ({clipped:.0%} of steps clipped)")
     ax.set_yscale("log")
-    ax.set(xlabel="step", ylabel="‖g‖₂ (log scale)", title="Gradient norm")
+    ax.set(xlabel="step", ylabel="global L2 norm (log scale)", title="Gradient norm")
     ax.legend()
     ax.grid(alpha=0.3, which="both")
     return fig

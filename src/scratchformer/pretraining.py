@@ -42,7 +42,12 @@ def mask_tokens(
 
 
 class MaskedLMHead(nn.Module):
-    """h (N, C) -> vocabulary logits (N, V) through the (tied) embedding matrix."""
+    """h (N, C) -> vocabulary logits (N, V) through the (tied) embedding matrix.
+
+    The embedding rows are N(0, 1) and the transformed h is layer-normed, so their
+    dot products have standard deviation √C; dividing by √C starts the logits
+    near unit scale instead of a loss far above log V.
+    """
 
     def __init__(self, embedding: nn.Embedding) -> None:
         super().__init__()
@@ -52,7 +57,8 @@ class MaskedLMHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(embedding.num_embeddings))
 
     def forward(self, h: Tensor) -> Tensor:
-        return self.transform(h) @ self.embedding.weight.T + self.bias  # (N, V)
+        scale = self.embedding.embedding_dim**-0.5
+        return scale * self.transform(h) @ self.embedding.weight.T + self.bias  # (N, V)
 
 
 def pretrain(

@@ -63,6 +63,8 @@ def results_table(metrics: dict[str, Any]) -> str:
         ("causal-mask leak", "eval.acceptance.causal_mask_leak"),
         ("padding leak", "eval.acceptance.padding_leak"),
         ("acceptance passed", "eval.acceptance.passed"),
+        ("n-gram baseline validation accuracy", "baseline.baseline.validation.accuracy"),
+        ("n-gram baseline test accuracy", "baseline.baseline.test.accuracy"),
         ("best epoch (lowest validation loss)", "train.best_epoch"),
         ("parameters", "train.parameters"),
         ("training wall time, s", "train.seconds"),
@@ -110,9 +112,53 @@ def replace_block(text: str, name: str, content: str) -> str:
     return pattern.sub(lambda m: m.group(1) + content.rstrip() + "\n" + m.group(2), text)
 
 
+COMPARISON_COLUMNS = [
+    ("configuration", "label"),
+    ("validation accuracy", "eval.validation.accuracy"),
+    ("test accuracy", "eval.test.accuracy"),
+    ("pretrain s", "pretrain.pretrain.seconds"),
+    ("train s", "train.seconds"),
+    ("parameters", "train.parameters"),
+]
+
+
+def comparison_table(records: list[dict], best_name: str = "best") -> str:
+    """The reference run (the committed params), the best experiment, and the n-gram baseline."""
+    head = next((r for r in records if r["name"] not in (best_name,) and r.get("eval.test.accuracy") is not None), None)
+    best = next((r for r in records if r["name"] == best_name), None)
+    rows = []
+    if head:
+        rows.append({**head, "label": "reference (params.yaml)"})
+    if best:
+        rows.append({**best, "label": f"`{best_name}` experiment"})
+    if head and "baseline.baseline.validation.accuracy" in head:
+        rows.append(
+            {
+                "label": "char 1–3-gram TF-IDF + logistic regression",
+                "eval.validation.accuracy": head["baseline.baseline.validation.accuracy"],
+                "eval.test.accuracy": head["baseline.baseline.test.accuracy"],
+            }
+        )
+    return markdown_table(rows, COMPARISON_COLUMNS)
+
+
 def update_readme(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
     metrics = workspace_metrics(dvc_json("metrics", "show"))
-    write_text(path, replace_block(path.read_text(encoding="utf-8"), "results", results_table(metrics)))
+    text = replace_block(text, "results", results_table(metrics))
+    timing = Path("benchmarks/results/pipeline_time.json")
+    if "<!-- timing:start -->" in text and timing.is_file():
+        t = json.loads(timing.read_text(encoding="utf-8"))
+        line = (
+            f"Measured by `benchmarks/pipeline_time.py` on {t['cpus']} {t['machine']} CPU cores: "
+            f"a full `dvc repro --force` takes {t['full_repro_seconds']:.0f} s "
+            f"(training {t['train_seconds']:.0f} s of it); "
+            f"a no-op `dvc repro` takes {t['noop_repro_seconds']:.1f} s."
+        )
+        text = replace_block(text, "timing", line)
+    if "<!-- comparison:start -->" in text:
+        text = replace_block(text, "comparison", comparison_table(experiments(dvc_json("exp", "show"))))
+    write_text(path, text)
 
 
 ABLATION_COLUMNS = [
@@ -132,8 +178,14 @@ ABLATION_COLUMNS = [
     ("clipped", "train.clipped_fraction"),
     ("train s", "train.seconds"),
 ]
-DEFAULTS = {"model.n_layers": 2, "model.n_heads": 4, "model.d_model": 64, "model.norm": "pre",
-            "model.pooling": "mean", "model.positional": "sinusoidal"}
+DEFAULTS = {
+    "model.n_layers": 2,
+    "model.n_heads": 4,
+    "model.d_model": 64,
+    "model.norm": "pre",
+    "model.pooling": "mean",
+    "model.positional": "sinusoidal",
+}
 
 
 def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:

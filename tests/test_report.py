@@ -1,0 +1,107 @@
+import pytest
+
+from scratchformer.report import (
+    ablation_tables,
+    comparison_table,
+    experiments,
+    fmt,
+    replace_block,
+    results_table,
+    workspace_metrics,
+)
+
+
+def metrics_show(acc=0.85):
+    return {
+        "": {
+            "data": {
+                "metrics/eval.json": {
+                    "data": {
+                        "validation": {"accuracy": acc},
+                        "test": {"accuracy": 0.84},
+                        "acceptance": {"attention_max_abs_err": 5.96e-07, "passed": True},
+                    }
+                },
+                "metrics/train.json": {"data": {"seconds": 56.4, "best_epoch": 3}},
+            }
+        }
+    }
+
+
+def exp_record(name, n_layers=2, norm="pre", acc=0.8, rev="abc1234"):
+    return {
+        "rev": rev,
+        "name": name,
+        "data": {
+            "params": {
+                "params.yaml": {
+                    "data": {
+                        "model": {
+                            "n_layers": n_layers,
+                            "n_heads": 4,
+                            "d_model": 64,
+                            "norm": norm,
+                            "pooling": "mean",
+                            "positional": "sinusoidal",
+                        }
+                    }
+                }
+            },
+            "metrics": {
+                "metrics/eval.json": {"data": {"validation": {"accuracy": acc}, "test": {"accuracy": acc}}},
+                "metrics/baseline.json": {
+                    "data": {"baseline": {"validation": {"accuracy": 0.916}, "test": {"accuracy": 0.925}}}
+                },
+            },
+        },
+    }
+
+
+def exp_show():
+    head = exp_record(None, acc=0.835)
+    head["experiments"] = [
+        {
+            "revs": [
+                exp_record("post6", n_layers=6, norm="post", acc=0.7, rev="d1"),
+                exp_record("best", acc=0.93, rev="d2"),
+            ]
+        }
+    ]
+    return [{"rev": "workspace", "data": {}}, head]
+
+
+def test_results_table_comes_from_the_metrics():
+    table = results_table(workspace_metrics(metrics_show(0.8512)))
+    assert "| validation accuracy | 0.8512 |" in table
+    assert "| attention max abs error vs PyTorch | 5.96e-07 |" in table
+    assert "| acceptance passed | true |" in table
+
+
+def test_experiments_are_flattened():
+    records = experiments(exp_show())
+    assert [r["name"] for r in records] == ["abc1234", "post6", "best"]
+    assert records[1]["model.norm"] == "post" and records[1]["eval.test.accuracy"] == 0.7
+
+
+def test_comparison_puts_reference_best_and_baseline_side_by_side():
+    table = comparison_table(experiments(exp_show()))
+    lines = table.splitlines()
+    assert lines[2].startswith("| reference (params.yaml) | 0.835 |")
+    assert lines[3].startswith("| `best` experiment | 0.93 |")
+    assert lines[4].startswith("| char 1–3-gram TF-IDF + logistic regression | 0.916 | 0.925 |")
+
+
+def test_ablation_groups():
+    text = ablation_tables(experiments(exp_show()))
+    assert "### normalisation" in text and "| post6 | 6 | 4 | 64 | post |" in text
+
+
+def test_replace_block_and_missing_block():
+    text = "a\n<!-- results:start -->\nold\n<!-- results:end -->\nb"
+    assert replace_block(text, "results", "new") == "a\n<!-- results:start -->\nnew\n<!-- results:end -->\nb"
+    with pytest.raises(ValueError, match="no <!-- other:start -->"):
+        replace_block(text, "other", "x")
+
+
+def test_fmt():
+    assert fmt(0.0) == "0" and fmt(True) == "true" and fmt(None) == "—" and fmt(0.5000) == "0.5"
