@@ -2,6 +2,7 @@ import pytest
 
 from scratchformer.report import (
     ablation_tables,
+    best_command,
     comparison_table,
     experiments,
     fmt,
@@ -80,7 +81,7 @@ def test_results_table_comes_from_the_metrics():
 def test_experiments_are_flattened():
     records = experiments(exp_show())
     assert [r["name"] for r in records] == ["abc1234", "post6", "best"]
-    assert records[1]["model.norm"] == "post" and records[1]["eval.test.accuracy"] == 0.7
+    assert records[1]["model.norm"] == "post" and records[1]["eval:test.accuracy"] == 0.7
 
 
 def test_comparison_puts_reference_best_and_baseline_side_by_side():
@@ -105,3 +106,14 @@ def test_replace_block_and_missing_block():
 
 def test_fmt():
     assert fmt(0.0) == "0" and fmt(True) == "true" and fmt(None) == "—" and fmt(0.5000) == "0.5"
+
+
+def test_best_command_lists_only_changed_params():
+    records = experiments(exp_show())
+    assert best_command(records) == "(no `best` experiment yet)" or "dvc exp run -n best" in best_command(records)
+    records[2]["model.d_model"] = 128
+    records[2]["train.bucket_by_length"] = True
+    records[0]["train.bucket_by_length"] = False
+    assert best_command(records) == (
+        "```bash\ndvc exp run -n best -S model.d_model=128 -S train.bucket_by_length=true\n```"
+    )

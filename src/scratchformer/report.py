@@ -34,10 +34,10 @@ def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def workspace_metrics(metrics_show: dict) -> dict[str, Any]:
-    """Flatten ``dvc metrics show --json`` of the workspace into {"eval.test.accuracy": …}."""
+    """Flatten ``dvc metrics show --json`` of the workspace into {"eval:test.accuracy": …}."""
     (files,) = [rev["data"] for rev in metrics_show.values()]
     return {
-        f"{Path(path).stem}.{key}": value
+        f"{Path(path).stem}:{key}": value
         for path, content in files.items()
         for key, value in flatten(content.get("data", {})).items()
     }
@@ -55,20 +55,20 @@ def fmt(value: Any) -> str:
 
 def results_table(metrics: dict[str, Any]) -> str:
     rows = [
-        ("validation accuracy", "eval.validation.accuracy"),
-        ("validation F1", "eval.validation.f1"),
-        ("test accuracy", "eval.test.accuracy"),
-        ("test F1", "eval.test.f1"),
-        ("attention max abs error vs PyTorch", "eval.acceptance.attention_max_abs_err"),
-        ("causal-mask leak", "eval.acceptance.causal_mask_leak"),
-        ("padding leak", "eval.acceptance.padding_leak"),
-        ("acceptance passed", "eval.acceptance.passed"),
-        ("n-gram baseline validation accuracy", "baseline.baseline.validation.accuracy"),
-        ("n-gram baseline test accuracy", "baseline.baseline.test.accuracy"),
-        ("best epoch (lowest validation loss)", "train.best_epoch"),
-        ("parameters", "train.parameters"),
-        ("training wall time, s", "train.seconds"),
-        ("training device", "train.device"),
+        ("validation accuracy", "eval:validation.accuracy"),
+        ("validation F1", "eval:validation.f1"),
+        ("test accuracy", "eval:test.accuracy"),
+        ("test F1", "eval:test.f1"),
+        ("attention max abs error vs PyTorch", "eval:acceptance.attention_max_abs_err"),
+        ("causal-mask leak", "eval:acceptance.causal_mask_leak"),
+        ("padding leak", "eval:acceptance.padding_leak"),
+        ("acceptance passed", "eval:acceptance.passed"),
+        ("n-gram baseline validation accuracy", "baseline:baseline.validation.accuracy"),
+        ("n-gram baseline test accuracy", "baseline:baseline.test.accuracy"),
+        ("best epoch (lowest validation loss)", "train:best_epoch"),
+        ("parameters", "train:parameters"),
+        ("training wall time, s", "train:seconds"),
+        ("training device", "train:device"),
     ]
     lines = ["| metric | value |", "|---|---|"]
     lines += [f"| {label} | {fmt(metrics.get(key))} |" for label, key in rows if key in metrics]
@@ -84,7 +84,7 @@ def experiments(exp_show: list[dict]) -> list[dict[str, Any]]:
         record = {"name": name}
         for kind in ("params", "metrics"):
             for path, content in (data.get(kind) or {}).items():
-                prefix = "" if kind == "params" else f"{Path(path).stem}."
+                prefix = "" if kind == "params" else f"{Path(path).stem}:"
                 record.update({f"{prefix}{k}": v for k, v in flatten(content.get("data", {})).items()})
         records.append(record)
 
@@ -114,32 +114,43 @@ def replace_block(text: str, name: str, content: str) -> str:
 
 COMPARISON_COLUMNS = [
     ("configuration", "label"),
-    ("validation accuracy", "eval.validation.accuracy"),
-    ("test accuracy", "eval.test.accuracy"),
-    ("pretrain s", "pretrain.pretrain.seconds"),
-    ("train s", "train.seconds"),
-    ("parameters", "train.parameters"),
+    ("validation accuracy", "eval:validation.accuracy"),
+    ("test accuracy", "eval:test.accuracy"),
+    ("pretrain s", "pretrain:pretrain.seconds"),
+    ("train s", "train:seconds"),
+    ("parameters", "train:parameters"),
 ]
 
 
 def comparison_table(records: list[dict], best_name: str = "best") -> str:
     """The reference run (the committed params), the best experiment, and the n-gram baseline."""
-    head = next((r for r in records if r["name"] not in (best_name,) and r.get("eval.test.accuracy") is not None), None)
+    head = next((r for r in records if r["name"] not in (best_name,) and r.get("eval:test.accuracy") is not None), None)
     best = next((r for r in records if r["name"] == best_name), None)
     rows = []
     if head:
         rows.append({**head, "label": "reference (params.yaml)"})
     if best:
         rows.append({**best, "label": f"`{best_name}` experiment"})
-    if head and "baseline.baseline.validation.accuracy" in head:
+    if head and "baseline:baseline.validation.accuracy" in head:
         rows.append(
             {
                 "label": "char 1–3-gram TF-IDF + logistic regression",
-                "eval.validation.accuracy": head["baseline.baseline.validation.accuracy"],
-                "eval.test.accuracy": head["baseline.baseline.test.accuracy"],
+                "eval:validation.accuracy": head["baseline:baseline.validation.accuracy"],
+                "eval:test.accuracy": head["baseline:baseline.test.accuracy"],
             }
         )
     return markdown_table(rows, COMPARISON_COLUMNS)
+
+
+def best_command(records: list[dict], best_name: str = "best") -> str:
+    """The `dvc exp run -n best -S …` line that turns the committed params into the best experiment's."""
+    head = next((r for r in records if r["name"] != best_name and r.get("eval:test.accuracy") is not None), None)
+    best = next((r for r in records if r["name"] == best_name), None)
+    if head is None or best is None:
+        return "(no `best` experiment yet)"
+    changed = [k for k in best if ":" not in k and k != "name" and best[k] != head.get(k)]
+    flags = " ".join(f"-S {k}={str(best[k]).lower() if isinstance(best[k], bool) else best[k]}" for k in changed)
+    return f"```bash\ndvc exp run -n {best_name} {flags}\n```"
 
 
 def update_readme(path: Path) -> None:
@@ -157,7 +168,9 @@ def update_readme(path: Path) -> None:
         )
         text = replace_block(text, "timing", line)
     if "<!-- comparison:start -->" in text:
-        text = replace_block(text, "comparison", comparison_table(experiments(dvc_json("exp", "show"))))
+        records = experiments(dvc_json("exp", "show"))
+        text = replace_block(text, "comparison", comparison_table(records))
+        text = replace_block(text, "best", best_command(records))
     write_text(path, text)
 
 
@@ -169,14 +182,14 @@ ABLATION_COLUMNS = [
     ("norm", "model.norm"),
     ("pooling", "model.pooling"),
     ("positions", "model.positional"),
-    ("val acc", "eval.validation.accuracy"),
-    ("test acc", "eval.test.accuracy"),
-    ("best val loss", "train.best_val_loss"),
-    ("best epoch", "train.best_epoch"),
-    ("grad norm median", "train.grad_norm_median"),
-    ("grad norm p99", "train.grad_norm_p99"),
-    ("clipped", "train.clipped_fraction"),
-    ("train s", "train.seconds"),
+    ("val acc", "eval:validation.accuracy"),
+    ("test acc", "eval:test.accuracy"),
+    ("best val loss", "train:best_val_loss"),
+    ("best epoch", "train:best_epoch"),
+    ("grad norm median", "train:grad_norm_median"),
+    ("grad norm p99", "train:grad_norm_p99"),
+    ("clipped", "train:clipped_fraction"),
+    ("train s", "train:seconds"),
 ]
 DEFAULTS = {
     "model.n_layers": 2,
@@ -193,7 +206,7 @@ def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:
     keys = {k for k in DEFAULTS}
     groups: dict[str, list[dict]] = {"layers x heads": [], "normalisation": [], "pooling": [], "positions": []}
     for r in records:
-        if r.get("eval.test.accuracy") is None:
+        if r.get("eval:test.accuracy") is None:
             continue
         changed = {k for k in keys if r.get(k) != DEFAULTS[k]}
         if changed <= {"model.n_layers", "model.n_heads"}:
