@@ -217,11 +217,14 @@ def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:
             groups["pooling"].append(r)
         if changed <= {"model.positional"}:
             groups["positions"].append(r)
+    order = [k for _, k in ABLATION_COLUMNS[1:7]]
     for name, rows in groups.items():
-        order = [k for _, k in ABLATION_COLUMNS[1:7]]
-        rows.sort(key=lambda r: tuple(str(r.get(k)) for k in order))
-        unique = {tuple(str(r.get(k)) for k in order): r for r in rows}  # newest run of a config wins
-        groups[name] = list(unique.values())
+        # One row per configuration: `dvc exp show` lists newest first, so keep the first
+        # complete record (older commits may predate some metrics).
+        unique: dict[tuple, dict] = {}
+        for r in sorted(rows, key=lambda r: "train:grad_norm_median" not in r):
+            unique.setdefault(tuple(str(r.get(k)) for k in order), r)
+        groups[name] = sorted(unique.values(), key=lambda r: tuple(str(r.get(k)) for k in order))
     return groups
 
 
