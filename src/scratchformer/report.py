@@ -168,7 +168,7 @@ def update_readme(path: Path) -> None:
         )
         text = replace_block(text, "timing", line)
     if "<!-- comparison:start -->" in text:
-        records = experiments(dvc_json("exp", "show"))
+        records = experiments(dvc_json("exp", "show", "--all-commits"))
         text = replace_block(text, "comparison", comparison_table(records))
         text = replace_block(text, "best", best_command(records))
     write_text(path, text)
