@@ -116,7 +116,6 @@ COMPARISON_COLUMNS = [
     ("configuration", "label"),
     ("validation accuracy", "eval:validation.accuracy"),
     ("test accuracy", "eval:test.accuracy"),
-    ("pretrain s", "pretrain:pretrain.seconds"),
     ("train s", "train:seconds"),
     ("parameters", "train:parameters"),
 ]
