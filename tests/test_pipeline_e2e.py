@@ -137,5 +137,5 @@ def test_queued_sweep_runs_every_experiment(repo):
     assert "Failed" not in status, status
     assert status.count("Success") >= 2, status
     records = experiments(json.loads(run(["dvc", "exp", "show", "--json"], repo)))
-    heads = {r.get("model.n_heads") for r in records if r.get("eval.test.accuracy") is not None}
+    heads = {r.get("model.n_heads") for r in records if r.get("eval:test.accuracy") is not None}
     assert {1, 4} <= heads
