@@ -85,14 +85,10 @@ def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
     return fig
 
 
-def _token_labels(probe: dict) -> list[str]:
-    return probe["tokens"]
-
-
 def heatmap_figure(probe: dict) -> Figure:
     """Every head of the probe layer after training: T x T attention, query rows, key columns."""
     final = np.array(probe["snapshots"][-1]["attention_full"])  # (H, T, T)
-    tokens = _token_labels(probe)
+    tokens = probe["tokens"]
     H = final.shape[0]
     cols = min(H, 2)
     rows = int(np.ceil(H / cols))
@@ -119,9 +115,9 @@ def evolution_matrix(probe: dict, head: int) -> np.ndarray:
     return np.array([s["attention"][head] for s in probe["snapshots"]])
 
 
-def _evolution_axes(ax, probe: dict, head: int, vmax: float | None = None):
+def _evolution_axes(ax, probe: dict, head: int):
     matrix = evolution_matrix(probe, head)
-    im = ax.imshow(matrix, cmap="magma", aspect="auto", vmin=0, vmax=vmax or matrix.max())
+    im = ax.imshow(matrix, cmap="magma", aspect="auto", vmin=0, vmax=matrix.max())
     ax.set_xticks(range(len(probe["tokens"])), probe["tokens"], fontsize=9)
     ax.set_yticks(
         range(len(matrix)), ["init" if s["epoch"] == 0 else f"epoch {s['epoch']}" for s in probe["snapshots"]]

@@ -106,11 +106,11 @@ def pretrain(
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             scheduler.step()
-            n = int(chosen.sum())
-            total_loss += loss.item() * n
+            n, loss_value = int(chosen.sum()), loss.item()
+            total_loss += loss_value * n
             correct += (logits.argmax(1) == labels[chosen]).sum().item()
             count += n
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            bar.set_postfix(loss=f"{loss_value:.3f}")
         log.info("pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f", epoch, total_loss / count, correct / count)
     return {
         "epochs": config.epochs,

@@ -120,9 +120,10 @@ def fit(
             # Clip with max_norm=inf still returns the (pre-clip) global norm.
             max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+            loss_value = loss.item()
             record = {
                 "step": step,
-                "loss": loss.item(),
+                "loss": loss_value,
                 "grad_norm": grad_norm,
                 "lr": scheduler.get_last_lr()[0],
             }
@@ -131,10 +132,10 @@ def fit(
             history.steps.append(record)
             on_step(record)
             step += 1
-            total_loss += loss.item() * len(labels)
+            total_loss += loss_value * len(labels)
             correct += (logits.argmax(1) == labels).sum().item()
             seen += len(labels)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            bar.set_postfix(loss=f"{loss_value:.3f}")
         record = _epoch_record(model, epoch, total_loss / seen, correct / seen, validation, config, device)
         is_best = record["val_loss"] < best_loss
         if is_best:
