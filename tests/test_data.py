@@ -75,22 +75,23 @@ def test_missing_label_column(tmp_path):
         load(tmp_path, label_column="polarity")
 
 
+def replace_line(path, index, line):
+    """Overwrite line ``index`` of ``path`` (0 is the header, so data row i is line i)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[index] = line
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def test_bad_label_names_file_and_row(tmp_path):
     write_corpus(tmp_path)
-    path = tmp_path / "dev.tsv"
-    lines = path.read_text(encoding="utf-8").splitlines()
-    lines[3] = "2\t还行吧。"  # data row 3
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    replace_line(tmp_path / "dev.tsv", 3, "2\t还行吧。")
     with pytest.raises(DataError, match=r"dev\.tsv: row 3 has label 2; expected 0 or 1"):
         load(tmp_path)
 
 
 def test_empty_text_names_file_and_row(tmp_path):
     write_corpus(tmp_path)
-    path = tmp_path / "test.tsv"
-    lines = path.read_text(encoding="utf-8").splitlines()
-    lines[5] = "1\t   "
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    replace_line(tmp_path / "test.tsv", 5, "1\t   ")
     with pytest.raises(DataError, match=r"test\.tsv: row 5 has an empty text"):
         load(tmp_path)
 

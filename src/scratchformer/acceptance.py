@@ -73,8 +73,7 @@ def padding_leak(model: TransformerClassifier, input_ids: Tensor) -> float:
     if room > 0:
         padded = F.pad(input_ids, (0, room), value=model.pad_id)  # (B, max_len)
         worst = (model(padded) - base).abs().max().item()
-        longer = torch.full((1, model.config.max_len), 0, dtype=input_ids.dtype)
-        longer[0] = input_ids[0, 0]  # a full-length sentence of a real token
+        longer = torch.full((1, model.config.max_len), input_ids[0, 0].item())  # a full-length real sentence
         batched = torch.cat([padded, longer])  # (B + 1, max_len)
         worst = max(worst, (model(batched)[:B] - base).abs().max().item())
     model.train(was_training)

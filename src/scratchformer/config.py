@@ -228,10 +228,6 @@ def section(cls: type, raw: dict[str, Any], name: str) -> Any:
     return _build(cls, raw, prefix=f"{name}.")
 
 
-def as_dict(obj: Any) -> dict[str, Any]:
-    return dataclasses.asdict(obj)
-
-
 def _build(cls: type, raw: Any, prefix: str) -> Any:
     name = prefix.rstrip(".") or "params"
     if not isinstance(raw, dict):

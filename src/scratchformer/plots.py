@@ -87,7 +87,7 @@ def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
 
 def heatmap_figure(probe: dict) -> Figure:
     """Every head of the probe layer after training: T x T attention, query rows, key columns."""
-    final = np.array(probe["snapshots"][-1]["attention_full"])  # (H, T, T)
+    final = np.array(probe["snapshots"][-1]["attention"])  # (H, T, T)
     tokens = probe["tokens"]
     H = final.shape[0]
     cols = min(H, 2)
@@ -110,9 +110,14 @@ def heatmap_figure(probe: dict) -> Figure:
     return fig
 
 
+def _n_heads(probe: dict) -> int:
+    return len(probe["snapshots"][0]["attention"])
+
+
 def evolution_matrix(probe: dict, head: int) -> np.ndarray:
     """(epochs incl. init, T): the query token's attention in ``head`` at each snapshot."""
-    return np.array([s["attention"][head] for s in probe["snapshots"]])
+    q = probe["query_index"]
+    return np.array([s["attention"][head][q] for s in probe["snapshots"]])
 
 
 def _evolution_axes(ax, probe: dict, head: int):
@@ -138,7 +143,7 @@ def evolution_figure(probe: dict, head: int) -> Figure:
 
 
 def all_heads_evolution_figure(probe: dict) -> Figure:
-    H = len(probe["snapshots"][0]["attention"])
+    H = _n_heads(probe)
     fig, axes = plt.subplots(H, 1, figsize=(max(8, 0.45 * len(probe["tokens"])), 2.6 * H), squeeze=False)
     for h, ax in enumerate(axes[:, 0]):
         im = _evolution_axes(ax, probe, h)
@@ -151,12 +156,13 @@ def all_heads_evolution_figure(probe: dict) -> Figure:
 def evolution_frames(probe: dict, head: int) -> list[np.ndarray]:
     """One RGB frame per snapshot: the query's attention over the tokens as bars."""
     tokens = probe["tokens"]
-    top = max(max(s["attention"][head]) for s in probe["snapshots"])
+    rows = evolution_matrix(probe, head)  # (snapshots, T)
+    top = rows.max()
     frames = []
-    for s in probe["snapshots"]:
+    for s, row in zip(probe["snapshots"], rows, strict=True):
         fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(tokens)), 3.6))
         colors = ["crimson" if i == probe["query_index"] else "steelblue" for i in range(len(tokens))]
-        ax.bar(range(len(tokens)), s["attention"][head], color=colors)
+        ax.bar(range(len(tokens)), row, color=colors)
         ax.set_xticks(range(len(tokens)), tokens)
         ax.set_ylim(0, top * 1.1)
         label = "initialisation" if s["epoch"] == 0 else f"epoch {s['epoch']}"
@@ -188,9 +194,6 @@ def plotted_weights(probe: dict, head: int) -> dict:
         "layer": probe["layer"],
         "head": head,
         "epochs": [s["epoch"] for s in probe["snapshots"]],
-        "query_attention": {
-            f"head_{h}": evolution_matrix(probe, h).round(6).tolist()
-            for h in range(len(probe["snapshots"][0]["attention"]))
-        },
+        "query_attention": {f"head_{h}": evolution_matrix(probe, h).round(6).tolist() for h in range(_n_heads(probe))},
         "probabilities": [s["probabilities"] for s in probe["snapshots"]],
     }

@@ -17,7 +17,7 @@ import torch
 
 from scratchformer.checkpoint import load_checkpoint
 from scratchformer.evaluation import CLASS_NAMES
-from scratchformer.tokenization import load_tokenizer, pad_batch
+from scratchformer.tokenization import encode, load_tokenizer, pad_batch
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class Predictor:
         texts = [t.strip() for t in texts]
         if not texts or not all(texts):
             raise ValueError("no text to classify: give one or more non-empty texts")
-        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_len)["input_ids"]
-        full = self.tokenizer(texts, verbose=False)["input_ids"]
+        tokenized = encode(self.tokenizer, texts, self.max_len)
+        encoded, n_tokens = tokenized["input_ids"].tolist(), tokenized["n_tokens"].tolist()
         ids = pad_batch([torch.tensor(x) for x in encoded], self.model.pad_id)  # (B, T)
         seen = self.model.inspect(ids, layer=-1)
         probs = torch.softmax(seen.logits, dim=-1)  # (B, K)
@@ -79,9 +79,9 @@ class Predictor:
                     probability=round(float(probs[b, k]), 4),
                     probabilities={n: round(float(p), 4) for n, p in zip(names, probs[b], strict=True)},
                     top_tokens=scored[:top_k],
-                    n_tokens=len(full[b]),
+                    n_tokens=n_tokens[b],
                     read_tokens=len(encoded[b]),
-                    truncated=len(full[b]) > self.max_len,
+                    truncated=n_tokens[b] > self.max_len,
                 )
             )
         return out

@@ -34,7 +34,7 @@ def make_probe(config: ProbeConfig, tokenizer: PreTrainedTokenizerBase, max_len:
 
 @torch.no_grad()
 def snapshot(model: TransformerClassifier, probe: Probe, epoch: int) -> dict:
-    """The query token's attention in every head of the probe layer, and the class probabilities."""
+    """Every head's attention in the probe layer, and the class probabilities."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -42,7 +42,6 @@ def snapshot(model: TransformerClassifier, probe: Probe, epoch: int) -> dict:
     model.train(was_training)
     return {
         "epoch": epoch,
-        "attention": seen.attention[0, :, probe.query_index].cpu().tolist(),  # (H, T)
-        "attention_full": seen.attention[0].cpu().tolist(),  # (H, T, T)
+        "attention": seen.attention[0].cpu().tolist(),  # (H, T, T): every head of the probe layer
         "probabilities": torch.softmax(seen.logits[0], dim=-1).cpu().tolist(),
     }

@@ -121,10 +121,16 @@ COMPARISON_COLUMNS = [
 ]
 
 
+def reference_and_best(records: list[dict], best_name: str = "best") -> tuple[dict | None, dict | None]:
+    """The newest evaluated non-best record (the committed params) and the experiment named ``best_name``."""
+    head = next((r for r in records if r["name"] != best_name and r.get("eval:test.accuracy") is not None), None)
+    best = next((r for r in records if r["name"] == best_name), None)
+    return head, best
+
+
 def comparison_table(records: list[dict], best_name: str = "best") -> str:
     """The reference run (the committed params), the best experiment, and the n-gram baseline."""
-    head = next((r for r in records if r["name"] not in (best_name,) and r.get("eval:test.accuracy") is not None), None)
-    best = next((r for r in records if r["name"] == best_name), None)
+    head, best = reference_and_best(records, best_name)
     rows = []
     if head:
         rows.append({**head, "label": "reference (params.yaml)"})
@@ -143,13 +149,12 @@ def comparison_table(records: list[dict], best_name: str = "best") -> str:
 
 def best_command(records: list[dict], best_name: str = "best") -> str:
     """The `dvc exp run -n best -S …` line that turns the committed params into the best experiment's."""
-    head = next((r for r in records if r["name"] != best_name and r.get("eval:test.accuracy") is not None), None)
-    best = next((r for r in records if r["name"] == best_name), None)
+    head, best = reference_and_best(records, best_name)
     if head is None or best is None:
         return "(no `best` experiment yet)"
     changed = [k for k in best if ":" not in k and k != "name" and best[k] != head.get(k)]
-    flags = " ".join(f"-S {k}={str(best[k]).lower() if isinstance(best[k], bool) else best[k]}" for k in changed)
-    return f"```bash\ndvc exp run -n {best_name} {flags}\n```"
+    flags = [f"-S {k}={str(best[k]).lower() if isinstance(best[k], bool) else best[k]}" for k in changed]
+    return "```bash\n" + " ".join([f"dvc exp run -n {best_name}", *flags]) + "\n```"
 
 
 def update_readme(path: Path) -> None:

@@ -101,6 +101,8 @@ def fit(
     best_loss = math.inf
     on_epoch(_epoch_record(model, 0, math.nan, math.nan, validation, config, device), model, False)
 
+    # Clipping with max_norm=inf still returns the (pre-clip) global norm, which is logged.
+    max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
     step = 0
     for epoch in range(1, config.epochs + 1):
         total_loss, correct, seen = 0.0, 0, 0
@@ -117,8 +119,6 @@ def fit(
             loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            # Clip with max_norm=inf still returns the (pre-clip) global norm.
-            max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
             loss_value = loss.item()
             record = {

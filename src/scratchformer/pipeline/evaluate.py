@@ -16,14 +16,13 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
     """Accuracy/F1 on validation and test, confusion data, and the acceptance checks."""
     model, _ = load_checkpoint(model_path)
     result: dict = {}
-    for name in ("validation", "test"):
-        split = read_tokenized(tokenized_dir / f"{name}.parquet")
+    splits = {name: read_tokenized(tokenized_dir / f"{name}.parquet") for name in ("validation", "test")}
+    for name, split in splits.items():
         logits = predict_logits(model, split, batch_size=256)
         s = scores(logits, split.labels)
         result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
         write_json(confusion_dir / f"{name}.json", confusion_rows(logits, split.labels, CLASS_NAMES))
-    sample = read_tokenized(tokenized_dir / "validation.parquet")
-    sample_ids = [sample.ids[i] for i in range(min(16, len(sample)))]
+    sample_ids = splits["validation"].ids[:16]  # real sentences for the padding check
     checks = {
         "attention_max_abs_err": acceptance.attention_max_abs_err(seed=params.seed),
         "causal_mask_leak": acceptance.causal_mask_leak(seed=params.seed),
