@@ -36,6 +36,7 @@ def test_logits_shape():
         {"positional": "learned"},
         {"positional": "rope"},
         {"norm": "post"},
+        {"ngram_max": 3, "ngram_buckets": 64},
     ],
 )
 def test_appending_pads_changes_no_logit(option):
@@ -98,6 +99,7 @@ def test_layer_out_of_range():
         {"n_layers": 4},
         {"d_model": 48, "n_heads": 4},
         {"ff_dim": 32},
+        {"ngram_max": 3, "ngram_buckets": 64},
     ],
 )
 def test_every_option_trains_one_step(option):

@@ -60,9 +60,11 @@ class ModelConfig:
     pooling: Literal["mean", "cls", "attention"] = "mean"
     positional: Literal["sinusoidal", "learned", "rope"] = "sinusoidal"
     norm: Literal["pre", "post"] = "pre"
+    ngram_max: int = 1  # also embed the 2..ngram_max-grams ending at each token (1 = tokens only)
+    ngram_buckets: int = 65536  # rows of the hashed n-gram embedding table
 
     def __post_init__(self) -> None:
-        for key in ("d_model", "n_heads", "n_layers", "ff_dim", "max_len"):
+        for key in ("d_model", "n_heads", "n_layers", "ff_dim", "max_len", "ngram_max", "ngram_buckets"):
             _require(getattr(self, key) >= 1, f"model.{key}", getattr(self, key), "must be >= 1")
         _require(
             self.d_model % self.n_heads == 0,
@@ -99,6 +101,8 @@ class TrainConfig:
     warmup_ratio: float = 0.0  # fraction of all steps spent warming the lr up linearly
     label_smoothing: float = 0.0
     bucket_by_length: bool = False  # batch texts of similar length together (less padding)
+    token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
+    ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
 
     def __post_init__(self) -> None:
         _require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -114,6 +118,8 @@ class TrainConfig:
         )
         _require(0 <= self.warmup_ratio < 1, "train.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
         _require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
+        _require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
+        _require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
 
 
 @dataclass(frozen=True)

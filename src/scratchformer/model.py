@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from scratchformer.config import ModelConfig
 from scratchformer.encoder import EncoderBlock
+from scratchformer.ngrams import HashedNgramEmbedding
 from scratchformer.pooling import make_pooling
 from scratchformer.positional import (
     LearnedPositionalEncoding,
@@ -32,6 +33,9 @@ class TransformerClassifier(nn.Module):
         C = config.d_model
         # N(0, 1) init, the PAD row zero and never updated.
         self.embed = nn.Embedding(vocab_size, C, padding_idx=pad_id)
+        self.ngrams = (
+            HashedNgramEmbedding(config.ngram_max, config.ngram_buckets, C, pad_id) if config.ngram_max > 1 else None
+        )
         rope = None
         if config.positional == "sinusoidal":
             self.position: nn.Module = SinusoidalPositionalEncoding(C, config.max_len)
@@ -78,6 +82,8 @@ class TransformerClassifier(nn.Module):
         pad = input_ids == self.pad_id  # (B, T), True = PAD
         key_mask = pad[:, None, None, :]  # (B, 1, 1, T): no query may attend to PAD keys
         x = self.embed(input_ids)  # (B, T, C)
+        if self.ngrams is not None:
+            x = x + self.ngrams(input_ids)  # (B, T, C): the bigram, trigram, … ending at each token
         x = self.dropout(self.position(x))
         kept = None
         for i, block in enumerate(self.blocks):

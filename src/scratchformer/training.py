@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import Tensor
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from scratchformer.config import TrainConfig
@@ -61,6 +63,18 @@ def grad_norm_summary(norms: list[float], clip: float) -> dict[str, float]:
     }
 
 
+def drop_tokens(input_ids: Tensor, p: float, pad_id: int) -> Tensor:
+    """Turn each real token but the first ([CLS]) into PAD with probability ``p``.
+
+    A PAD is invisible to attention and pooling, so the model must classify the
+    review from the remaining words ("word dropout"); it cannot lean on any
+    single character or n-gram it has memorised.
+    """
+    drop = torch.rand(input_ids.shape, device=input_ids.device) < p  # (B, T)
+    drop[:, 0] = False
+    return input_ids.masked_fill(drop, pad_id)
+
+
 @dataclass
 class History:
     """Everything a training run measured, for metrics, curves and plots."""
@@ -86,8 +100,15 @@ def fit(
     ``on_step`` receives each step's record; ``on_epoch`` each epoch's record,
     the model, and whether this epoch has the lowest validation loss so far
     (the caller saves the checkpoint then). Epoch 0 is the untrained model.
+
+    With ``config.ema_decay`` > 0 an exponential moving average of the weights
+    is kept alongside; it is what gets validated and handed to ``on_epoch``
+    (averaging the last few hundred steps' weights smooths out the noise of
+    the final minibatches, much like an ensemble of nearby checkpoints).
     """
     model.to(device).train()
+    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay)) if config.ema_decay else None
+    evaluated = ema.module if ema else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     total = steps_per_epoch * config.epochs
@@ -99,7 +120,7 @@ def fit(
     history = History()
     start = time.perf_counter()
     best_loss = math.inf
-    on_epoch(_epoch_record(model, 0, math.nan, math.nan, validation, config, device), model, False)
+    on_epoch(_epoch_record(evaluated, 0, math.nan, math.nan, validation, config, device), evaluated, False)
 
     # Clipping with max_norm=inf still returns the (pre-clip) global norm, which is logged.
     max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
@@ -115,6 +136,8 @@ def fit(
         )
         for ids, labels in bar:
             ids, labels = ids.to(device), labels.to(device)
+            if config.token_dropout:
+                ids = drop_tokens(ids, config.token_dropout, model.pad_id)
             logits = model(ids)
             loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
@@ -129,6 +152,8 @@ def fit(
             }
             optimizer.step()
             scheduler.step()
+            if ema:
+                ema.update_parameters(model)
             history.steps.append(record)
             on_step(record)
             step += 1
@@ -136,13 +161,13 @@ def fit(
             correct += (logits.argmax(1) == labels).sum().item()
             seen += len(labels)
             bar.set_postfix(loss=f"{loss_value:.3f}")
-        record = _epoch_record(model, epoch, total_loss / seen, correct / seen, validation, config, device)
+        record = _epoch_record(evaluated, epoch, total_loss / seen, correct / seen, validation, config, device)
         is_best = record["val_loss"] < best_loss
         if is_best:
             best_loss, history.best_epoch = record["val_loss"], epoch
         history.epochs.append(record)
         log.info("epoch %d: %s", epoch, {k: round(v, 4) for k, v in record.items()})
-        on_epoch(record, model, is_best)
+        on_epoch(record, evaluated, is_best)
     history.seconds = time.perf_counter() - start
     return history
 
