@@ -27,6 +27,7 @@ from torch import nn
 from scratchformer.config import ModelConfig
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
+from scratchformer.training import adamw
 
 VOCAB = 21128
 
@@ -58,7 +59,7 @@ class TorchEncoderClassifier(TransformerClassifier):
 
 
 def samples_per_second(model: nn.Module, batch_list: list[tuple], warmup: int = 3) -> float:
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    optimizer = adamw(model.parameters(), 1e-3, 0.0, torch.device("cpu"))  # the optimizer training uses
     model.train()
 
     def step(ids, labels):

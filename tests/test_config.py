@@ -60,6 +60,7 @@ def test_ints_are_accepted_for_floats():
         ({"seed": True}, "seed=True must be int, got bool"),
         ({"train": {"token_dropout": 1.0}}, "train.token_dropout=1.0 must be in [0, 1)"),
         ({"train": {"ema_decay": -0.1}}, "train.ema_decay=-0.1 must be in [0, 1)"),
+        ({"train": {"ensemble": 0}}, "train.ensemble=0 must be >= 1"),
         ({"model": {"ngram_max": 0}}, "model.ngram_max=0 must be >= 1"),
         ({"model": {"ngram_buckets": 0}}, "model.ngram_buckets=0 must be >= 1"),
         ({"train": {"lr": "fast"}}, "train.lr='fast' must be float, got str"),

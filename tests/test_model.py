@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from scratchformer.acceptance import padding_leak
 from scratchformer.config import ModelConfig
-from scratchformer.model import TransformerClassifier
+from scratchformer.model import Ensemble, TransformerClassifier
 
 VOCAB = 50
 
@@ -138,3 +138,29 @@ def test_sinusoidal_positions_are_a_buffer_learned_are_parameters():
     assert not any(n.startswith("position") for n in names)
     names = {n for n, _ in make(positional="learned").named_parameters()}
     assert "position.embedding.weight" in names
+
+
+def test_ensemble_predicts_the_mean_probability_of_its_members():
+    members = [make(), make(pooling="attention"), make(n_layers=1)]
+    ensemble = Ensemble(members).eval()
+    ids = sentences()
+    mean = torch.stack([m(ids).softmax(-1) for m in members]).mean(0)
+    assert torch.allclose(ensemble(ids).softmax(-1), mean, atol=1e-6)
+    assert torch.allclose(ensemble(ids).exp(), mean, atol=1e-6)  # log of the mean, already normalised
+    assert torch.equal(ensemble.attention_weights(ids), members[0].attention_weights(ids))
+    assert padding_leak(ensemble, ids) < 1e-5
+    single = Ensemble([members[0]])
+    assert torch.allclose(single(ids), members[0](ids).log_softmax(-1), atol=1e-6)
+
+
+def test_ensemble_checkpoint_round_trip(tmp_path):
+    from scratchformer.checkpoint import load_checkpoint, save_checkpoint
+
+    ensemble = Ensemble([make(), make(n_layers=2)])
+    torch.manual_seed(5)
+    for p in ensemble.members[1].parameters():  # make the members differ
+        p.data.add_(0.1 * torch.randn_like(p))
+    save_checkpoint(tmp_path / "m.pt", ensemble)
+    loaded, _ = load_checkpoint(tmp_path / "m.pt")
+    assert isinstance(loaded, Ensemble) and len(loaded.members) == 2
+    assert torch.equal(loaded(sentences()), ensemble.eval()(sentences()))

@@ -13,6 +13,8 @@ import pytest
 import yaml
 from fixtures import write_corpus, write_tokenizer
 
+from scratchformer.checkpoint import load_checkpoint
+from scratchformer.model import Ensemble
 from scratchformer.report import experiments
 
 ROOT = Path(__file__).parents[1]
@@ -117,12 +119,18 @@ def test_same_params_give_identical_results(repo):
 
 
 def test_model_experiment_skips_download_and_tokenize(repo):
-    out = run(["dvc", "exp", "run", "-S", "model.n_layers=1"], repo)
+    out = run(["dvc", "exp", "run", "-S", "model.n_layers=1", "-S", "train.ensemble=2"], repo)
     assert "Running stage 'train'" in out
     assert "Running stage 'download'" not in out and "Running stage 'tokenize'" not in out
     assert "Running stage 'evaluate'" in out and "Running stage 'visualize'" in out
     shown = run(["dvc", "exp", "show", "--json"], repo)
     assert "n_layers" in shown
+    # The ensemble: two members in the checkpoint, each member's own accuracy in the metrics.
+    model, _ = load_checkpoint(repo / "models" / "model.pt")
+    assert isinstance(model, Ensemble) and len(model.members) == 2 and model.config.n_layers == 1
+    train = json.loads((repo / "metrics" / "train.json").read_text())
+    assert train["ensemble"] == 2 and set(train["member_val_accuracy"]) == {"0", "1"}
+    assert (repo / "dvclive" / "plots" / "metrics" / "member1" / "epoch" / "val_accuracy.tsv").is_file()
 
 
 def test_queued_sweep_runs_every_experiment(repo):

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from scratchformer.attention import causal_mask, scaled_dot_product_attention
-from scratchformer.model import TransformerClassifier
+from scratchformer.model import Classifier
 
 # (B, H, T, D) shapes the parity check sweeps: tiny, odd-sized, and the model's own.
 PARITY_SHAPES = ((1, 1, 1, 8), (2, 4, 16, 16), (3, 2, 7, 5), (4, 4, 64, 16))
@@ -58,7 +58,7 @@ def causal_mask_leak(seed: int = 0, T: int = 16) -> float:
 
 
 @torch.no_grad()
-def padding_leak(model: TransformerClassifier, input_ids: Tensor) -> float:
+def padding_leak(model: Classifier, input_ids: Tensor) -> float:
     """Largest logit change when PADs are appended to ``input_ids`` (B, T), in eval mode.
 
     Two ways a real batch pads a sentence: trailing PADs up to the model's

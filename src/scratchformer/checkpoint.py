@@ -10,29 +10,33 @@ import torch
 
 from scratchformer.config import ModelConfig, section
 from scratchformer.files import write_atomic
-from scratchformer.model import TransformerClassifier
+from scratchformer.model import Classifier, Ensemble, TransformerClassifier
 
 
-def save_checkpoint(path: str | Path, model: TransformerClassifier, **info: Any) -> None:
+def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
     """Write weights + model config (+ ``info``: epoch, metrics, …) atomically."""
+    members = list(model.members) if isinstance(model, Ensemble) else [model]
     state = {
         "model_config": dataclasses.asdict(model.config),
-        "vocab_size": model.embed.num_embeddings,
+        "vocab_size": members[0].embed.num_embeddings,
         "pad_id": model.pad_id,
+        "members": len(members),
         "state_dict": model.state_dict(),
         **info,
     }
     write_atomic(path, lambda tmp: torch.save(state, tmp))
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[TransformerClassifier, dict]:
-    """Rebuild the model from ``path`` in eval mode; also return the checkpoint's info."""
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[Classifier, dict]:
+    """Rebuild the model (or ensemble) from ``path`` in eval mode; also return the checkpoint's info."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no trained model; run `dvc repro` first")
     state = torch.load(path, map_location=device, weights_only=True)
     config = section(ModelConfig, state.pop("model_config"), "model")
-    model = TransformerClassifier(config, state.pop("vocab_size"), state.pop("pad_id"))
+    vocab_size, pad_id, k = state.pop("vocab_size"), state.pop("pad_id"), state.pop("members", 1)
+    members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
+    model = members[0] if k == 1 else Ensemble(members)
     model.load_state_dict(state.pop("state_dict"))
     return model.to(device).eval(), state
 

@@ -103,6 +103,7 @@ class TrainConfig:
     bucket_by_length: bool = False  # batch texts of similar length together (less padding)
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
+    ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
 
     def __post_init__(self) -> None:
         _require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -120,6 +121,7 @@ class TrainConfig:
         _require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
         _require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
         _require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
+        _require(self.ensemble >= 1, "train.ensemble", self.ensemble, "must be >= 1")
 
 
 @dataclass(frozen=True)

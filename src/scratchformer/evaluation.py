@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from sklearn.metrics import confusion_matrix, f1_score
 from torch import Tensor
 
-from scratchformer.model import TransformerClassifier
+from scratchformer.model import Classifier
 from scratchformer.tokenization import TokenizedSplit, batches
 
 CLASS_NAMES = ("negative", "positive")  # label 0, label 1
@@ -15,7 +15,7 @@ CLASS_NAMES = ("negative", "positive")  # label 0, label 1
 
 @torch.no_grad()
 def predict_logits(
-    model: TransformerClassifier, split: TokenizedSplit, batch_size: int, device: torch.device | str = "cpu"
+    model: Classifier, split: TokenizedSplit, batch_size: int, device: torch.device | str = "cpu"
 ) -> Tensor:
     """Logits (N, num_classes) for every example, in the split's order, in eval mode."""
     was_training = model.training

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import torch
 from torch import Tensor, nn
 
 from scratchformer.config import ModelConfig
@@ -94,3 +96,42 @@ class TransformerClassifier(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+class Ensemble(nn.Module):
+    """K classifiers trained from different seeds; the prediction averages their probabilities.
+
+    Each member is a full TransformerClassifier with the same config. Models
+    trained from different initialisations and batch orders make partly
+    independent mistakes, so the mean of their class probabilities is right more
+    often than the typical member. ``forward`` returns log(mean_k p_k), which
+    softmax, argmax and cross-entropy treat like any classifier's logits.
+
+    Attention and pooling weights (``inspect``) are the first member's: heads of
+    different members are not aligned, so an average of them would show nothing.
+    """
+
+    def __init__(self, members: list[TransformerClassifier]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.config = members[0].config
+        self.pad_id = members[0].pad_id
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        return self.inspect(input_ids).logits
+
+    def attention_weights(self, input_ids: Tensor, layer: int = -1) -> Tensor:
+        return self.inspect(input_ids, layer).attention
+
+    def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
+        first = self.members[0].inspect(input_ids, layer)
+        logits = [first.logits, *(member(input_ids) for member in self.members[1:])]
+        log_probs = torch.stack([x.log_softmax(dim=-1) for x in logits])  # (K, B, num_classes)
+        mean = torch.logsumexp(log_probs, dim=0) - math.log(len(logits))  # log of the mean probability
+        return Inspection(mean, first.attention, first.pooling)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+Classifier = TransformerClassifier | Ensemble

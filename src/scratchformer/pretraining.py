@@ -21,7 +21,7 @@ from tqdm import tqdm
 from scratchformer.config import PretrainConfig
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
-from scratchformer.training import lr_factor
+from scratchformer.training import adamw, lr_factor
 
 log = logging.getLogger(__name__)
 IGNORE = -100  # label of positions that carry no loss
@@ -74,7 +74,7 @@ def pretrain(
     head = MaskedLMHead(model.embed).to(device)
     model.to(device).train()
     params = list({id(p): p for p in [*model.parameters(), *head.parameters()]}.values())
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adamw(params, config.lr, config.weight_decay, device)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     total = steps_per_epoch * config.epochs
     schedule = lambda s: lr_factor(s, total, "cosine", config.warmup_ratio)  # noqa: E731

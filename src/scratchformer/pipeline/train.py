@@ -2,17 +2,68 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from pathlib import Path
+
+import torch
 
 from dvclive import Live
 from scratchformer.checkpoint import load_pretrained, save_checkpoint
 from scratchformer.config import Params
 from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.files import write_json
-from scratchformer.model import TransformerClassifier
-from scratchformer.probe import make_probe, snapshot
-from scratchformer.tokenization import load_tokenizer, read_tokenized
-from scratchformer.training import fit, grad_norm_summary, pick_device, seed_everything
+from scratchformer.model import Ensemble, TransformerClassifier
+from scratchformer.probe import Probe, make_probe, snapshot
+from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_tokenized
+from scratchformer.training import History, fit, grad_norm_summary, pick_device, seed_everything
+
+
+def train_member(
+    k: int,
+    params: Params,
+    vocab_size: int,
+    pad_id: int,
+    train_split: TokenizedSplit,
+    val_split: TokenizedSplit,
+    pretrained_path: Path,
+    device: torch.device,
+    live: Live,
+    probe: Probe,
+    on_probe: Callable[[dict], None] | None,
+) -> tuple[TransformerClassifier, History, bool]:
+    """Train member ``k`` from seed ``params.seed + k``; return it at its best epoch.
+
+    Curves go to ``live`` (prefixed ``member<k>/`` for k > 0); ``on_probe`` receives
+    the probe snapshot of every epoch.
+    """
+    seed = params.seed + k
+    prefix = f"member{k}/" if k else ""
+    seed_everything(seed)
+    model = TransformerClassifier(params.model, vocab_size, pad_id)
+    pretrained = load_pretrained(model, pretrained_path)
+    best_state = {}
+
+    def on_step(record: dict) -> None:
+        live.step = record["step"]
+        for key in ("loss", "grad_norm", "lr"):
+            live.log_metric(f"{prefix}step/{key}", record[key])
+
+    def on_epoch(record: dict, evaluated: TransformerClassifier, is_best: bool) -> None:
+        if on_probe:
+            on_probe(snapshot(evaluated, probe, record["epoch"]))
+        if record["epoch"] == 0:
+            return
+        live.step = record["epoch"]
+        for key, value in record.items():
+            if key != "epoch":
+                live.log_metric(f"{prefix}epoch/{key}", value)
+        if is_best:  # the evaluated weights (the EMA when on) of the lowest validation loss so far
+            best_state.update(copy.deepcopy(evaluated.state_dict()))
+
+    history = fit(model, train_split, val_split, params.train, seed, device, on_step, on_epoch)
+    model.load_state_dict(best_state)
+    return model, history, pretrained
 
 
 def run(
@@ -25,43 +76,47 @@ def run(
     snapshots_path: Path,
     metrics_path: Path,
 ) -> dict:
-    """Train from random init; save the best checkpoint, curves, probe snapshots, metrics."""
-    seed_everything(params.seed)
+    """Train from random init; save the best checkpoint, curves, probe snapshots, metrics.
+
+    With ``train.ensemble`` = K > 1, K members are trained one after another from
+    seeds seed, seed+1, …, each keeping its own best epoch; the checkpoint holds
+    the ensemble. Member 0's curves and probe snapshots are the plotted ones; the
+    others' curves are logged under ``member<k>/``.
+    """
     tokenizer = load_tokenizer(str(tokenizer_dir))
     train_split = read_tokenized(tokenized_dir / "train.parquet")
     val_split = read_tokenized(tokenized_dir / "validation.parquet")
-    model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
-    pretrained = load_pretrained(model, pretrained_path)
     device = pick_device(params.train.device)
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
-    snapshots = []
+    snapshots, members, histories = [], [], []
 
     with Live(str(live_dir), dvcyaml=False, save_dvc_exp=False) as live:
+        for k in range(params.train.ensemble):
+            on_probe = snapshots.append if k == 0 else None
+            model, history, pretrained = train_member(
+                k,
+                params,
+                len(tokenizer),
+                tokenizer.pad_token_id,
+                train_split,
+                val_split,
+                pretrained_path,
+                device,
+                live,
+                probe,
+                on_probe,
+            )
+            members.append(model)
+            histories.append(history)
 
-        def on_step(record: dict) -> None:
-            live.step = record["step"]
-            for key in ("loss", "grad_norm", "lr"):
-                live.log_metric(f"step/{key}", record[key])
-
-        def on_epoch(record: dict, model: TransformerClassifier, is_best: bool) -> None:
-            snapshots.append(snapshot(model, probe, record["epoch"]))
-            if record["epoch"] == 0:
-                return
-            live.step = record["epoch"]
-            for key, value in record.items():
-                if key != "epoch":
-                    live.log_metric(f"epoch/{key}", value)
-            if is_best:
-                save_checkpoint(
-                    model_path,
-                    model,
-                    epoch=record["epoch"],
-                    val_loss=record["val_loss"],
-                    tokenizer_max_len=params.tokenizer.max_len,
-                )
-
-        history = fit(model, train_split, val_split, params.train, params.seed, device, on_step, on_epoch)
-
+    final = members[0] if len(members) == 1 else Ensemble(members)
+    save_checkpoint(
+        model_path,
+        final,
+        best_epochs=[h.best_epoch for h in histories],
+        tokenizer_max_len=params.tokenizer.max_len,
+    )
+    history = histories[0]
     best = history.epochs[history.best_epoch - 1]
     last = history.epochs[-1]
     metrics = {
@@ -71,12 +126,17 @@ def run(
         "final_train_loss": last["train_loss"],
         "final_train_accuracy": last["train_accuracy"],
         "epochs": params.train.epochs,
-        "seconds": round(history.seconds, 1),
-        "parameters": model.num_parameters(),
+        "ensemble": len(members),
+        "seconds": round(sum(h.seconds for h in histories), 1),
+        "parameters": final.num_parameters(),
         "device": device.type,
         "pretrained": pretrained,
         **grad_norm_summary([r["grad_norm"] for r in history.steps], params.train.grad_clip),
     }
+    if len(members) > 1:  # each member's own best validation accuracy, beside the ensemble's in eval
+        metrics["member_val_accuracy"] = {
+            str(k): h.epochs[h.best_epoch - 1]["val_accuracy"] for k, h in enumerate(histories)
+        }
     write_json(
         snapshots_path,
         {
