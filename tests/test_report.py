@@ -1,11 +1,13 @@
 import pytest
 
 from scratchformer.report import (
+    ablation_groups,
     ablation_tables,
     best_command,
     comparison_table,
     experiments,
     fmt,
+    members_line,
     replace_block,
     results_table,
     workspace_metrics,
@@ -95,6 +97,23 @@ def test_comparison_puts_reference_best_and_baseline_side_by_side():
 def test_ablation_groups():
     text = ablation_tables(experiments(exp_show()))
     assert "### normalisation" in text and "| post6 | 6 | 4 | 64 | post |" in text
+
+
+def test_runs_that_change_more_than_the_shape_are_not_ablations():
+    records = experiments(exp_show())
+    records[2]["model.pooling"] = "attention"  # `best`: a pooling change …
+    assert "best" in [r["name"] for r in ablation_groups(records)["pooling"]]
+    records[2]["model.ngram_max"] = 3  # … together with n-gram embeddings
+    assert "best" not in [r["name"] for r in ablation_groups(records)["pooling"]]
+
+
+def test_members_line_lists_each_members_own_accuracy():
+    records = experiments(exp_show())
+    assert members_line(records) == "The `best` experiment is a single model."
+    records[2].update({"train:member_val_accuracy.0": 0.9, "train:member_val_accuracy.1": 0.91})
+    assert members_line(records) == (
+        "Validation accuracy of each ensemble member on its own: 0.9, 0.91; of their average: 0.93."
+    )
 
 
 def test_replace_block_and_missing_block():
