@@ -70,3 +70,21 @@ def test_console_script_is_installed():
     assert exe, "the scratchformer console script is not installed (pip install -r requirements.txt)"
     result = subprocess.run([exe, "predict", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "--json" in result.stdout
+
+
+def test_an_ensemble_checkpoint_predicts_too(trained, tmp_path):
+    from scratchformer.checkpoint import load_checkpoint, save_checkpoint
+    from scratchformer.model import Ensemble
+
+    model_path, tokenizer = trained
+    single, info = load_checkpoint(model_path)
+    twin, _ = load_checkpoint(model_path)
+    save_checkpoint(tmp_path / "ensemble.pt", Ensemble([single, twin]), **info)
+    texts = ["房间很好，服务很好。", "房间太脏，服务很差。"]
+    alone = Predictor(model_path, tokenizer).predict(texts)
+    together = Predictor(tmp_path / "ensemble.pt", tokenizer).predict(texts)
+    # Two identical members: the same labels, probabilities and explanation as one.
+    assert [p.label for p in together] == [p.label for p in alone] == ["positive", "negative"]
+    for a, b in zip(alone, together, strict=True):
+        assert b.probability == pytest.approx(a.probability, abs=1e-5)
+        assert [t["token"] for t in b.top_tokens] == [t["token"] for t in a.top_tokens]
