@@ -27,7 +27,28 @@ class Inspection(NamedTuple):
     pooling: Tensor  # (B, T): each token's weight in the pooled sentence vector
 
 
-class TransformerClassifier(nn.Module):
+class Classifier(nn.Module):
+    """What evaluation, predict and the probe use: ``inspect``, and the views derived from it."""
+
+    pad_id: int
+    config: ModelConfig
+
+    def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
+        raise NotImplementedError
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        """input_ids (B, T) -> logits (B, num_classes). PAD positions are ignored."""
+        return self.inspect(input_ids).logits
+
+    def attention_weights(self, input_ids: Tensor, layer: int = -1) -> Tensor:
+        """The softmax attention (B, H, T, T) of ``layer``, from the forward pass itself."""
+        return self.inspect(input_ids, layer).attention
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class TransformerClassifier(Classifier):
     def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int = 0) -> None:
         super().__init__()
         self.config = config
@@ -55,14 +76,6 @@ class TransformerClassifier(nn.Module):
         self.ln_f = nn.LayerNorm(C) if config.norm == "pre" else nn.Identity()
         self.pool = make_pooling(config.pooling, C)
         self.head = nn.Linear(C, config.num_classes)
-
-    def forward(self, input_ids: Tensor) -> Tensor:
-        """input_ids (B, T) -> logits (B, num_classes). PAD positions are ignored."""
-        return self.inspect(input_ids).logits
-
-    def attention_weights(self, input_ids: Tensor, layer: int = -1) -> Tensor:
-        """The softmax attention (B, H, T, T) of ``layer``, from the forward pass itself."""
-        return self.inspect(input_ids, layer).attention
 
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
         """Forward pass that also returns ``layer``'s attention and the pooling weights."""
@@ -94,11 +107,8 @@ class TransformerClassifier(nn.Module):
                 kept = weights
         return self.ln_f(x), pad, kept
 
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
-
-class Ensemble(nn.Module):
+class Ensemble(Classifier):
     """K classifiers trained from different seeds; the prediction averages their probabilities.
 
     Each member is a full TransformerClassifier with the same config. Models
@@ -117,21 +127,9 @@ class Ensemble(nn.Module):
         self.config = members[0].config
         self.pad_id = members[0].pad_id
 
-    def forward(self, input_ids: Tensor) -> Tensor:
-        return self.inspect(input_ids).logits
-
-    def attention_weights(self, input_ids: Tensor, layer: int = -1) -> Tensor:
-        return self.inspect(input_ids, layer).attention
-
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
         first = self.members[0].inspect(input_ids, layer)
         logits = [first.logits, *(member(input_ids) for member in self.members[1:])]
         log_probs = torch.stack([x.log_softmax(dim=-1) for x in logits])  # (K, B, num_classes)
         mean = torch.logsumexp(log_probs, dim=0) - math.log(len(logits))  # log of the mean probability
         return Inspection(mean, first.attention, first.pooling)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
-
-Classifier = TransformerClassifier | Ensemble

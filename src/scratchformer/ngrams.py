@@ -25,20 +25,29 @@ _BASE = 1_000_003  # a prime above any vocabulary size we use
 _ORDER_SALT = 7_919  # keeps a bigram and a trigram with equal running hashes apart
 
 
-def ngram_ids(input_ids: Tensor, n: int, buckets: int, pad_id: int) -> Tensor:
-    """input_ids (B, T) -> (B, T) bucket of the n-gram ending at each position, in 1..buckets.
+def ngram_ids_upto(input_ids: Tensor, max_n: int, buckets: int, pad_id: int) -> list[Tensor]:
+    """input_ids (B, T) -> for n = 2..max_n, (B, T) bucket of the n-gram ending at each position.
 
-    0 where the n-gram would reach before the sequence start or touch a PAD.
+    Buckets are in 1..buckets; 0 where the n-gram would reach before the sequence
+    start or touch a PAD. The hash of the n-gram extends that of the (n-1)-gram by
+    one earlier token, so every order comes out of one right-to-left pass.
     """
     T = input_ids.size(1)
-    key = input_ids.clone()  # running hash of tokens t-k..t, built right to left
+    key = input_ids.clone()  # running hash of tokens t-k..t
     valid = input_ids != pad_id
-    for k in range(1, n):
+    orders = []
+    for k in range(1, max_n):
         earlier = F.pad(input_ids, (k, 0), value=pad_id)[:, :T]  # (B, T): the token k places back
         key = (key * _BASE + earlier) % _MODULUS
-        valid &= earlier != pad_id
-    bucket = (key * _ORDER_SALT + n) % buckets + 1
-    return bucket.masked_fill(~valid, 0)
+        valid = valid & (earlier != pad_id)
+        n = k + 1
+        orders.append(((key * _ORDER_SALT + n) % buckets + 1).masked_fill(~valid, 0))
+    return orders
+
+
+def ngram_ids(input_ids: Tensor, n: int, buckets: int, pad_id: int) -> Tensor:
+    """The buckets (B, T) of the n-grams of one order ``n`` >= 2 (see :func:`ngram_ids_upto`)."""
+    return ngram_ids_upto(input_ids, n, buckets, pad_id)[-1]
 
 
 class HashedNgramEmbedding(nn.Module):
@@ -46,7 +55,7 @@ class HashedNgramEmbedding(nn.Module):
 
     def __init__(self, max_n: int, buckets: int, d_model: int, pad_id: int) -> None:
         super().__init__()
-        self.orders = range(2, max_n + 1)
+        self.max_n = max_n
         self.buckets = buckets
         self.pad_id = pad_id
         # Row 0 stands for "no n-gram here": zero and never updated, like the PAD token.
@@ -54,6 +63,6 @@ class HashedNgramEmbedding(nn.Module):
 
     def forward(self, input_ids: Tensor) -> Tensor:
         out = 0
-        for n in self.orders:
-            out = out + self.table(ngram_ids(input_ids, n, self.buckets, self.pad_id))  # (B, T, C)
+        for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id):
+            out = out + self.table(ids)  # (B, T, C)
         return out

@@ -8,12 +8,14 @@ asks DVC for them and rewrites the blocks between ``<!-- name:start -->`` and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from scratchformer.config import Params
 from scratchformer.files import write_text
 
 
@@ -208,36 +210,24 @@ ABLATION_COLUMNS = [
     ("clipped", "train:clipped_fraction"),
     ("train s", "train:seconds"),
 ]
-DEFAULTS = {
-    "model.n_layers": 2,
-    "model.n_heads": 4,
-    "model.d_model": 64,
-    "model.norm": "pre",
-    "model.pooling": "mean",
-    "model.positional": "sinusoidal",
-}
-
-
+# The reference configuration: the config defaults, keyed like `dvc exp show` params.
+REFERENCE = flatten(dataclasses.asdict(Params()))
+DEFAULTS = {key: REFERENCE[key] for _, key in ABLATION_COLUMNS[1:7]}  # the shape an ablation varies
 # The ablations vary the model's shape only. A run that also changed one of these (a
 # longer context, more epochs, n-gram embeddings, an ensemble: the `best` experiment)
 # answers another question and stays out of the tables. Older commits lack the newer keys.
 HELD_FIXED = {
-    "tokenizer.max_len": 64,
-    "train.epochs": 4,
-    "model.dropout": 0.1,
-    "model.ngram_max": 1,
-    "train.ensemble": 1,
+    k: REFERENCE[k] for k in ("tokenizer.max_len", "train.epochs", "model.dropout", "model.ngram_max", "train.ensemble")
 }
 
 
 def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:
     """Split experiments by the question they answer: which params differ from the defaults."""
-    keys = {k for k in DEFAULTS}
     groups: dict[str, list[dict]] = {"layers x heads": [], "normalisation": [], "pooling": [], "positions": []}
     for r in records:
         if r.get("eval:test.accuracy") is None or any(r.get(k, v) != v for k, v in HELD_FIXED.items()):
             continue
-        changed = {k for k in keys if r.get(k) != DEFAULTS[k]}
+        changed = {k for k, v in DEFAULTS.items() if r.get(k) != v}
         if changed <= {"model.n_layers", "model.n_heads"}:
             groups["layers x heads"].append(r)
         if changed <= {"model.norm", "model.n_layers"} and (r.get("model.n_layers") in (2, 6)):
@@ -246,7 +236,7 @@ def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:
             groups["pooling"].append(r)
         if changed <= {"model.positional"}:
             groups["positions"].append(r)
-    order = [k for _, k in ABLATION_COLUMNS[1:7]]
+    order = list(DEFAULTS)
     for name, rows in groups.items():
         # One row per configuration: `dvc exp show` lists newest first, so keep the first
         # complete record (older commits may predate some metrics).

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
+from transformers import PreTrainedTokenizerBase
 
 from dvclive import Live
 from scratchformer.checkpoint import load_pretrained, save_checkpoint
@@ -19,30 +20,35 @@ from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_toke
 from scratchformer.training import History, fit, grad_norm_summary, pick_device, seed_everything
 
 
+class Member(NamedTuple):
+    model: TransformerClassifier  # at its best epoch
+    history: History
+    snapshots: list[dict]  # the probe at every epoch (empty without a probe)
+    pretrained: bool  # started from the pretrain stage's weights
+
+
 def train_member(
     k: int,
     params: Params,
-    vocab_size: int,
-    pad_id: int,
+    tokenizer: PreTrainedTokenizerBase,
     train_split: TokenizedSplit,
     val_split: TokenizedSplit,
     pretrained_path: Path,
     device: torch.device,
     live: Live,
-    probe: Probe,
-    on_probe: Callable[[dict], None] | None,
-) -> tuple[TransformerClassifier, History, bool]:
+    probe: Probe | None,
+) -> Member:
     """Train member ``k`` from seed ``params.seed + k``; return it at its best epoch.
 
-    Curves go to ``live`` (prefixed ``member<k>/`` for k > 0); ``on_probe`` receives
-    the probe snapshot of every epoch.
+    Curves go to ``live`` (prefixed ``member<k>/`` for k > 0). With a ``probe``,
+    its snapshot at every epoch is returned too.
     """
     seed = params.seed + k
     prefix = f"member{k}/" if k else ""
     seed_everything(seed)
-    model = TransformerClassifier(params.model, vocab_size, pad_id)
+    model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
     pretrained = load_pretrained(model, pretrained_path)
-    best_state = {}
+    best_state, snapshots = {}, []
 
     def on_step(record: dict) -> None:
         live.step = record["step"]
@@ -50,8 +56,8 @@ def train_member(
             live.log_metric(f"{prefix}step/{key}", record[key])
 
     def on_epoch(record: dict, evaluated: TransformerClassifier, is_best: bool) -> None:
-        if on_probe:
-            on_probe(snapshot(evaluated, probe, record["epoch"]))
+        if probe:
+            snapshots.append(snapshot(evaluated, probe, record["epoch"]))
         if record["epoch"] == 0:
             return
         live.step = record["epoch"]
@@ -63,7 +69,7 @@ def train_member(
 
     history = fit(model, train_split, val_split, params.train, seed, device, on_step, on_epoch)
     model.load_state_dict(best_state)
-    return model, history, pretrained
+    return Member(model, history, snapshots, pretrained)
 
 
 def run(
@@ -88,28 +94,15 @@ def run(
     val_split = read_tokenized(tokenized_dir / "validation.parquet")
     device = pick_device(params.train.device)
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
-    snapshots, members, histories = [], [], []
-
     with Live(str(live_dir), dvcyaml=False, save_dvc_exp=False) as live:
-        for k in range(params.train.ensemble):
-            on_probe = snapshots.append if k == 0 else None
-            model, history, pretrained = train_member(
-                k,
-                params,
-                len(tokenizer),
-                tokenizer.pad_token_id,
-                train_split,
-                val_split,
-                pretrained_path,
-                device,
-                live,
-                probe,
-                on_probe,
+        members = [
+            train_member(
+                k, params, tokenizer, train_split, val_split, pretrained_path, device, live, probe if k == 0 else None
             )
-            members.append(model)
-            histories.append(history)
-
-    final = members[0] if len(members) == 1 else Ensemble(members)
+            for k in range(params.train.ensemble)
+        ]
+    histories = [m.history for m in members]
+    final = members[0].model if len(members) == 1 else Ensemble([m.model for m in members])
     save_checkpoint(
         model_path,
         final,
@@ -130,7 +123,7 @@ def run(
         "seconds": round(sum(h.seconds for h in histories), 1),
         "parameters": final.num_parameters(),
         "device": device.type,
-        "pretrained": pretrained,
+        "pretrained": members[0].pretrained,
         **grad_norm_summary([r["grad_norm"] for r in history.steps], params.train.grad_clip),
     }
     if len(members) > 1:  # each member's own best validation accuracy, beside the ensemble's in eval
@@ -147,7 +140,7 @@ def run(
             "layer": probe.layer if probe.layer >= 0 else params.model.n_layers + probe.layer,
             "head": probe.head,
             "class_names": CLASS_NAMES,
-            "snapshots": snapshots,
+            "snapshots": members[0].snapshots,
         },
     )
     write_json(metrics_path, metrics)
