@@ -21,6 +21,7 @@ def main() -> None:
     parser.add_argument("--live", type=Path, required=True)
     parser.add_argument("--snapshots", type=Path, required=True)
     parser.add_argument("--metrics", type=Path, required=True)
+    parser.add_argument("--state", type=Path, required=True, help="resumable state; not a DVC output")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -33,6 +34,7 @@ def main() -> None:
             args.live,
             args.snapshots,
             args.metrics,
+            args.state,
         )
     except TrainingDivergedError as err:
         sys.exit(f"train: {err}")

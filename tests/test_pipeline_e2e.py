@@ -21,12 +21,13 @@ ROOT = Path(__file__).parents[1]
 pytestmark = pytest.mark.slow
 
 
-def run(cmd: list[str], cwd: Path) -> str:
+def run(cmd: list[str], cwd: Path, **extra_env: str) -> str:
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "DVC_NO_ANALYTICS": "1",
         "HF_HUB_OFFLINE": "1",
+        **extra_env,
     }
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout}\n{result.stderr}"
@@ -120,6 +121,14 @@ def test_same_params_give_identical_results(repo):
     assert results() == before
 
 
+def test_a_forced_rerun_changes_no_tracked_byte(repo):
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", "results"], repo)
+    out = run(["dvc", "repro", "--force"], repo)
+    assert "Running stage 'train'" in out and "Running stage 'visualize'" in out
+    assert run(["git", "status", "--porcelain"], repo) == ""  # dvc.lock, metrics, curves, pictures
+
+
 def test_a_failed_math_check_fails_evaluate_after_writing_metrics(repo, tmp_path):
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["acceptance"]["attention_max_abs_err"] = 1e-12  # below float32 rounding: must fail
@@ -164,17 +173,36 @@ def test_model_experiment_skips_download_and_tokenize(repo):
     assert (repo / "dvclive" / "plots" / "metrics" / "member1" / "epoch" / "val_accuracy.tsv").is_file()
 
 
-def test_queued_sweep_runs_every_experiment(repo):
-    run(["dvc", "exp", "run", "--queue", "-S", "model.n_heads=1,4"], repo)
-    run(["dvc", "queue", "start", "-j", "1"], repo)
+def wait_for_queue(repo: Path) -> str:
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         status = run(["dvc", "queue", "status"], repo)
         if "Queued" not in status and "Running" not in status:
             break
         time.sleep(2)
+    return status
+
+
+def test_queued_sweep_runs_every_experiment(repo):
+    run(["dvc", "exp", "run", "--queue", "-S", "model.n_heads=1,4"], repo)
+    run(["dvc", "queue", "start", "-j", "1"], repo)
+    status = wait_for_queue(repo)
     assert "Failed" not in status, status
     assert status.count("Success") >= 2, status
     records = experiments(json.loads(run(["dvc", "exp", "show", "--json"], repo)))
     heads = {r.get("model.n_heads") for r in records if r.get("eval:test.accuracy") is not None}
     assert {1, 4} <= heads
+
+
+def test_a_queued_experiment_runs_the_code_of_its_own_commit(repo):
+    model_py = repo / "src" / "scratchformer" / "model.py"
+    original = model_py.read_text()
+    run(["dvc", "exp", "run", "--queue", "-n", "own-code", "-S", "train.batch_size=8"], repo)
+    model_py.write_text(original + "\nraise ImportError('the workspace copy is broken')\n")
+    try:
+        # Point imports at the workspace's src/, as an editable install of it would.
+        run(["dvc", "queue", "start", "-j", "1"], repo, PYTHONPATH=str(repo / "src"))
+        status = wait_for_queue(repo)
+    finally:
+        model_py.write_text(original)
+    assert "own-code" in status and "Failed" not in status, status

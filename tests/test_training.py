@@ -229,3 +229,42 @@ def test_checkpoint_bytes_do_not_depend_on_the_temporary_name(tmp_path):
     save_checkpoint(tmp_path / "a.pt", model)
     save_checkpoint(tmp_path / "b.pt", model)  # another random temporary name, another target
     assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()
+
+
+def test_a_killed_write_leaves_a_temporary_that_the_next_write_removes(tmp_path):
+    path = tmp_path / "model.pt"
+    (tmp_path / ".model.pt.abc123.tmp").write_text("half")  # what SIGKILL mid-write leaves
+    (tmp_path / ".other.pt.x.tmp").write_text("not ours")
+    write_json(path, {"ok": 1})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.pt.x.tmp", "model.pt"]
+
+
+def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
+    # Dropout, word dropout, the EMA, a cosine schedule with warm-up and a shuffled order:
+    # every random generator and every piece of optimizer state has to come back.
+    config = TrainConfig(
+        epochs=3, batch_size=8, lr=1e-2, schedule="cosine", warmup_ratio=0.2, token_dropout=0.2, ema_decay=0.9
+    )
+    train, validation = _split(40, 0), _split(16, 1)
+
+    def model():
+        torch.manual_seed(0)
+        config_ = ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.2)
+        return TransformerClassifier(config_, 30)
+
+    states = []
+
+    def keep(state):  # through a real file, as the stage does
+        save_checkpoint_state = tmp_path / f"state{len(states)}.pt"
+        torch.save(state, save_checkpoint_state)
+        states.append(torch.load(save_checkpoint_state, weights_only=True))
+
+    whole = fit(model(), train, validation, config, 0, torch.device("cpu"), on_state=keep)
+    assert [s["epoch"] for s in states] == [1, 2, 3]
+    torch.manual_seed(123)  # the resumed run must not depend on the generator it finds
+    resumed_model = model()
+    resumed = fit(resumed_model, train, validation, config, 0, torch.device("cpu"), resume=states[0])
+    assert resumed.steps == whole.steps and resumed.epochs == whole.epochs
+    assert resumed.best_epoch == whole.best_epoch
+    for name, value in whole.best_state.items():
+        assert torch.equal(resumed.best_state[name], value), name

@@ -19,9 +19,9 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from scratchformer.config import PretrainConfig
+from scratchformer.evaluation import accuracy, rounded
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
-from scratchformer.evaluation import accuracy, rounded
 from scratchformer.training import TrainingDivergedError, adamw, lr_factor, parameter_groups
 
 log = logging.getLogger(__name__)

@@ -142,6 +142,8 @@ def fit(
     on_step: Callable[[dict], None] = lambda record: None,
     on_epoch: Callable[[dict, TransformerClassifier, bool], None] = lambda record, model, best: None,
     member: int = 0,
+    resume: dict | None = None,
+    on_state: Callable[[dict], None] = lambda state: None,
 ) -> History:
     """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
@@ -159,6 +161,11 @@ def fit(
     is kept alongside; it is what gets validated, selected and handed to
     ``on_epoch`` (averaging the last few hundred steps' weights smooths out the
     noise of the final minibatches, much like an ensemble of nearby checkpoints).
+
+    At the end of every epoch ``on_state`` receives everything needed to carry
+    on from there (weights, optimizer, schedule, EMA, random generators, the
+    history so far); handing such a state back as ``resume`` continues the run
+    exactly as if it had never stopped, bit for bit.
     """
     model.to(device).train()
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay)) if config.ema_decay else None
@@ -173,13 +180,17 @@ def fit(
     order = torch.Generator().manual_seed(seed)
     history = History()
     start = time.perf_counter()
-    best = None
-    on_epoch(_epoch_record(evaluated, 0, math.nan, math.nan, validation, config, device), evaluated, False)
+    parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "ema": ema, "order": order}
+    if resume is None:
+        best, step, done = None, 0, 0
+        on_epoch(_epoch_record(evaluated, 0, math.nan, math.nan, validation, config, device), evaluated, False)
+    else:
+        best, step, done = _restore(resume, parts, history)
+        log.info("member %d: resuming after epoch %d of %d", member, done, config.epochs)
 
     # Clipping with max_norm=inf still returns the (pre-clip) global norm, which is logged.
     max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
-    step = 0
-    for epoch in range(1, config.epochs + 1):
+    for epoch in range(done + 1, config.epochs + 1):
         total_loss, correct, seen = 0.0, 0, 0
         bar = tqdm(
             batches(train, config.batch_size, model.pad_id, order, config.bucket_by_length),
@@ -226,8 +237,51 @@ def fit(
         history.epochs.append(record)
         log.info("epoch %d: %s", epoch, record)
         on_epoch(record, evaluated, is_best)
+        on_state(_snapshot_state(epoch, step, best, parts, history))
     history.seconds = time.perf_counter() - start
     return history
+
+
+def _snapshot_state(epoch: int, step: int, best: dict | None, parts: dict, history: History) -> dict:
+    """Everything :func:`fit` needs to carry on after ``epoch``, as tensors and plain data."""
+    rng = {"torch": torch.get_rng_state(), "order": parts["order"].get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return {
+        "epoch": epoch,
+        "step": step,
+        "best": best,
+        "model": parts["model"].state_dict(),
+        "optimizer": parts["optimizer"].state_dict(),
+        "scheduler": parts["scheduler"].state_dict(),
+        "ema": parts["ema"].state_dict() if parts["ema"] is not None else None,
+        "rng": rng,
+        "history": {
+            "steps": history.steps,
+            "epochs": history.epochs,
+            "best_epoch": history.best_epoch,
+            "best_state": history.best_state,
+        },
+    }
+
+
+def _restore(state: dict, parts: dict, history: History) -> tuple[dict | None, int, int]:
+    """Load a :func:`_snapshot_state` back into the run's parts; return (best, step, epochs done)."""
+    parts["model"].load_state_dict(state["model"])
+    parts["optimizer"].load_state_dict(state["optimizer"])
+    parts["scheduler"].load_state_dict(state["scheduler"])
+    if parts["ema"] is not None:
+        parts["ema"].load_state_dict(state["ema"])
+    rng = state["rng"]
+    torch.set_rng_state(rng["torch"])
+    parts["order"].set_state(rng["order"])
+    random.setstate(rng["python"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    saved = state["history"]
+    history.steps, history.epochs = list(saved["steps"]), list(saved["epochs"])
+    history.best_epoch, history.best_state = saved["best_epoch"], saved["best_state"]
+    return state["best"], state["step"], state["epoch"]
 
 
 def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,6 +17,7 @@ from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.files import write_json
 from scratchformer.model import Ensemble, TransformerClassifier
 from scratchformer.probe import Probe, make_probe, snapshot
+from scratchformer.resume import load_state, run_key, save_state
 from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_tokenized
 from scratchformer.training import History, fit, grad_norm_summary, pick_device, seed_everything
 
@@ -29,6 +31,31 @@ class Member(NamedTuple):
     pretrained: bool  # started from the pretrain stage's weights
 
 
+class Curves:
+    """Member ``k``'s curves in ``live`` (prefixed ``member<k>/`` for k > 0)."""
+
+    def __init__(self, live: Live, k: int) -> None:
+        self.live, self.prefix = live, f"member{k}/" if k else ""
+
+    def step(self, record: dict) -> None:
+        self.live.step = record["step"]
+        for key in ("loss", "grad_norm", "lr"):
+            self.live.log_metric(f"{self.prefix}step/{key}", record[key])
+
+    def epoch(self, record: dict) -> None:
+        self.live.step = record["epoch"]
+        for key, value in record.items():
+            if key != "epoch":
+                self.live.log_metric(f"{self.prefix}epoch/{key}", value)
+
+    def replay(self, history: dict) -> None:
+        """Log again what a resumed run had already logged before it stopped."""
+        for record in history["steps"]:
+            self.step(record)
+        for record in history["epochs"]:
+            self.epoch(record)
+
+
 def train_member(
     k: int,
     params: Params,
@@ -37,39 +64,66 @@ def train_member(
     val_split: TokenizedSplit,
     pretrained_path: Path,
     device: torch.device,
-    live: Live,
+    curves: Curves,
     probe: Probe | None,
+    resume: dict | None = None,
+    on_state: Callable[[dict], None] = lambda state: None,
 ) -> Member:
     """Train member ``k`` from seed ``params.seed + k``; return it at its best epoch.
 
-    Curves go to ``live`` (prefixed ``member<k>/`` for k > 0). With a ``probe``,
-    its snapshot at every epoch is returned too.
+    With a ``probe``, its snapshot at every epoch is returned too. ``resume``
+    (a state ``on_state`` was handed at the end of an epoch) continues a run
+    that stopped there.
     """
     seed = params.seed + k
-    prefix = f"member{k}/" if k else ""
     seed_everything(seed)
     model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
     pretrained = load_pretrained(model, pretrained_path)
-    snapshots = []
-
-    def on_step(record: dict) -> None:
-        live.step = record["step"]
-        for key in ("loss", "grad_norm", "lr"):
-            live.log_metric(f"{prefix}step/{key}", record[key])
+    snapshots = list(resume["snapshots"]) if resume else []
+    if resume:
+        curves.replay(resume["history"])
 
     def on_epoch(record: dict, evaluated: TransformerClassifier, is_best: bool) -> None:
         if probe:
             snapshots.append(snapshot(evaluated, probe, record["epoch"]))
-        if record["epoch"] == 0:
-            return
-        live.step = record["epoch"]
-        for key, value in record.items():
-            if key != "epoch":
-                live.log_metric(f"{prefix}epoch/{key}", value)
+        if record["epoch"] > 0:
+            curves.epoch(record)
 
-    history = fit(model, train_split, val_split, params.train, seed, device, on_step, on_epoch, member=k)
+    history = fit(
+        model,
+        train_split,
+        val_split,
+        params.train,
+        seed,
+        device,
+        curves.step,
+        on_epoch,
+        member=k,
+        resume=resume,
+        on_state=lambda state: on_state({**state, "snapshots": snapshots, "pretrained": pretrained}),
+    )
     model.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the selected epoch
     return Member(model, history, snapshots, pretrained)
+
+
+def finished(member: Member) -> dict:
+    """A trained member as plain data, for the resumable state."""
+    h = member.history
+    return {
+        "model": member.model.state_dict(),
+        "history": {"steps": h.steps, "epochs": h.epochs, "best_epoch": h.best_epoch},
+        "snapshots": member.snapshots,
+        "pretrained": member.pretrained,
+    }
+
+
+def unfinished(saved: dict, params: Params, tokenizer: PreTrainedTokenizerBase) -> Member:
+    """The member that :func:`finished` saved."""
+    model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
+    model.load_state_dict(saved["model"])
+    h = saved["history"]
+    history = History(steps=list(h["steps"]), epochs=list(h["epochs"]), best_epoch=h["best_epoch"])
+    return Member(model, history, list(saved["snapshots"]), saved["pretrained"])
 
 
 def run(
@@ -81,6 +135,7 @@ def run(
     live_dir: Path,
     snapshots_path: Path,
     metrics_path: Path,
+    state_path: Path,
 ) -> dict:
     """Train from random init; save the best checkpoint, curves, probe snapshots, metrics.
 
@@ -88,19 +143,49 @@ def run(
     seeds seed, seed+1, …, each keeping its own best epoch; the checkpoint holds
     the ensemble. Member 0's curves and probe snapshots are the plotted ones; the
     others' curves are logged under ``member<k>/``.
+
+    At the end of every epoch the state of the run goes to ``state_path``
+    (see :mod:`scratchformer.resume`); a rerun with the same params and inputs
+    continues from there, and the file is removed once the outputs are written.
     """
     tokenizer = load_tokenizer(str(tokenizer_dir))
     train_split = read_tokenized(tokenized_dir / "train.parquet")
     val_split = read_tokenized(tokenized_dir / "validation.parquet")
     device = pick_device(params.train.device)
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
+    read = {"seed": params.seed, "model": params.model, "train": params.train, "probe": params.probe}
+    key = run_key(
+        {**read, "tokenizer.max_len": params.tokenizer.max_len}, [tokenized_dir, tokenizer_dir, pretrained_path]
+    )
+    saved = load_state(state_path, key) or {"members": [], "current": None}
+    done: list[dict] = list(saved["members"])
+    members: list[Member] = []
     with Live(str(live_dir), dvcyaml=False, save_dvc_exp=False) as live:
-        members = [
-            train_member(
-                k, params, tokenizer, train_split, val_split, pretrained_path, device, live, probe if k == 0 else None
-            )
-            for k in range(params.train.ensemble)
-        ]
+        for k in range(params.train.ensemble):
+            curves = Curves(live, k)
+            if k < len(done):  # finished before the run stopped
+                log.info("member %d: restored, trained before the run stopped", k)
+                member = unfinished(done[k], params, tokenizer)
+                curves.replay(done[k]["history"])
+            else:
+                member = train_member(
+                    k,
+                    params,
+                    tokenizer,
+                    train_split,
+                    val_split,
+                    pretrained_path,
+                    device,
+                    curves,
+                    probe if k == 0 else None,
+                    resume=saved["current"] if k == len(saved["members"]) else None,
+                    on_state=lambda state, k=k: save_state(
+                        state_path, {"key": key, "members": done, "current": {**state, "member": k}}
+                    ),
+                )
+                done.append(finished(member))
+                save_state(state_path, {"key": key, "members": done, "current": None})
+            members.append(member)
     histories = [m.history for m in members]
     final = members[0].model if len(members) == 1 else Ensemble([m.model for m in members])
     save_checkpoint(
@@ -142,6 +227,7 @@ def run(
         },
     )
     write_json(metrics_path, metrics)
+    state_path.unlink(missing_ok=True)  # the outputs are written: nothing left to resume
     # Wall time and device are facts of the machine, not of code, params and data:
     # logged, never written into a tracked output (a rerun must change no byte).
     log.info("trained in %.1f s on %s", sum(h.seconds for h in histories), device)
