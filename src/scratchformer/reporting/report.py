@@ -1,6 +1,6 @@
 """Tables for README.md and docs/, generated from ``dvc metrics show`` / ``dvc exp show``.
 
-Numbers in the docs are never typed by hand: ``python -m scratchformer.report``
+Numbers in the docs are never typed by hand: ``python -m scratchformer.reporting.report``
 asks DVC for them and rewrites the blocks between ``<!-- name:start -->`` and
 ``<!-- name:end -->`` markers.
 """
@@ -11,17 +11,12 @@ import argparse
 import dataclasses
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from scratchformer.config import Params
 from scratchformer.files import write_text
-
-
-def dvc_json(*args: str) -> Any:
-    out = subprocess.run(["dvc", *args, "--json"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+from scratchformer.reporting.commands import dvc_json
 
 
 def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
@@ -261,7 +256,7 @@ def update_ablations(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m scratchformer.report", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m scratchformer.reporting.report", description=__doc__)
     parser.add_argument("what", choices=["readme", "ablations"])
     parser.add_argument("--file", type=Path, help="default: README.md, or docs/ablations.md")
     args = parser.parse_args(argv)
