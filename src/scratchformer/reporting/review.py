@@ -155,8 +155,9 @@ def metrics_section(metrics: list[Row], labels: tuple[str, str]) -> Section:
     elif not shown:
         section.notes.append("No metric differs.")
     else:
-        unchanged = sum(not r.changed for r in metrics if not r.key.startswith("acceptance."))
-        section.notes.append(f"Changed metrics and the n-gram baseline; {unchanged} unchanged rows left out.")
+        hidden = sum(not r.key.startswith("acceptance.") for r in metrics) - len(shown)
+        left_out = f"; {hidden} unchanged left out" if hidden else ""
+        section.notes.append(f"The metrics that changed, and the n-gram baseline's{left_out}.")
         section.table = Table(
             ["file", "metric", *labels, "change", "relative"],
             [[r.path, r.key, cell(r.old), cell(r.new), *change(r.old, r.new)] for r in shown],
