@@ -267,3 +267,27 @@ def test_metrics_absent_at_one_revision_read_absent_through_dvc(tmp_path, monkey
     assert "**`acceptance.passed`: newly failing** (true → false)" in md
     assert "| metrics.json | test.brier | absent | 0.2 |  |  |" in md
     assert "Neither revision has any." in md  # no plots declared: said, not a traceback
+
+
+def test_readme_review_block_runs_the_command_it_shows(monkeypatch):
+    from scratchformer.reporting import report, review
+
+    calls = []
+    monkeypatch.setattr(review, "excerpt", lambda base, head: calls.append((base, head)) or "#### Review\n")
+    text = "x\n<!-- review:start -->\n```bash\nscratchformer review v1 exp-2\n```\nold\n<!-- review:end -->\ny\n"
+    block = report.review_block(text)
+    assert calls == [("v1", "exp-2")]
+    assert block == "```bash\nscratchformer review v1 exp-2\n```\n\n#### Review\n"
+    with pytest.raises(ValueError, match="must show a `scratchformer review BASE"):
+        report.review_block("<!-- review:start -->\nnothing\n<!-- review:end -->\n")
+
+
+def test_example_workflow_posts_the_report_the_command_writes():
+    import yaml
+
+    workflow = yaml.safe_load((SRC.parents[1] / ".github" / "workflows" / "review.yml").read_text())
+    steps = [step.get("run", "") for step in workflow["jobs"]["review"]["steps"]]
+    (review,) = [s for s in steps if s.startswith("scratchformer review")]
+    assert "--out" not in review  # the report lands in review/, the default
+    assert any("dvc repro" in s for s in steps) and "cml comment create --publish review/report.md" in steps
+    assert workflow[True] == "pull_request"  # YAML 1.1 reads the key `on` as True

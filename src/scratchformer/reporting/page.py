@@ -12,8 +12,19 @@ import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ABSENT = "absent"
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if isinstance(value, bool) else "—"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        return f"{value:.2e}" if abs(value) < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value)
 
 
 @dataclass(frozen=True)

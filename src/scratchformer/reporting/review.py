@@ -20,9 +20,8 @@ from typing import Any
 
 from scratchformer.files import atomic_dir, write_text
 from scratchformer.reporting.commands import ReportError, dvc_json, resolve_revision
-from scratchformer.reporting.page import ABSENT, Report, Section, Table, to_html, to_markdown
+from scratchformer.reporting.page import ABSENT, Report, Section, Table, fmt, to_html, to_markdown
 from scratchformer.reporting.plots import render_plots
-from scratchformer.reporting.report import fmt
 
 WORKSPACE = "workspace"
 
