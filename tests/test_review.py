@@ -10,7 +10,7 @@ import pytest
 from scratchformer.cli import main
 from scratchformer.reporting.commands import ReportError, resolve_revision
 from scratchformer.reporting.page import to_html, to_markdown
-from scratchformer.reporting.plots import render_plots
+from scratchformer.reporting.plots import render_plots, static_spec
 from scratchformer.reporting.review import (
     Row,
     acceptance_section,
@@ -161,6 +161,12 @@ def test_pictures_pair_images_by_revision_and_render_overlays(tmp_path):
     assert (tmp_path / "images" / "attention_heatmap--main.png").read_bytes() == PNG + b"main"
     assert other.pictures[0].panels == [("main", None), ("workspace", "loss--workspace.png")]
     assert not dvc_out.exists()  # DVC's own copies are not left behind
+
+
+def test_still_pictures_of_confusion_matrices_print_their_counts():
+    spec = vega("Confusion")["content"]
+    assert static_spec(spec)["params"] == [{"name": "showValues", "bind": {"input": "checkbox"}, "value": True}]
+    assert "value" not in spec["params"][0]  # DVC's spec itself is left as it was
 
 
 def test_markdown_links_the_pictures_and_html_embeds_them(tmp_path):
