@@ -29,7 +29,7 @@ from torch import nn
 from scratchformer.config import ModelConfig
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
-from scratchformer.training import adamw
+from scratchformer.training import adamw, parameter_groups
 
 VOCAB = 21128
 
@@ -61,7 +61,7 @@ class TorchEncoderClassifier(TransformerClassifier):
 
 
 def samples_per_second(model: nn.Module, batch_list: list[tuple], warmup: int = 3) -> float:
-    optimizer = adamw(model.parameters(), 1e-3, 0.0, torch.device("cpu"))  # the optimizer training uses
+    optimizer = adamw(parameter_groups([model], 0.0), 1e-3, torch.device("cpu"))  # the optimizer training uses
     model.train()
 
     def step(ids, labels):

@@ -21,24 +21,30 @@ def test_defaults_are_the_reference_run():
     assert params.probe.query_token == "差"
 
 
-def test_params_yaml_of_the_repo_loads(tmp_path):
+def test_params_yaml_holds_the_defaults_that_code_falls_back_on():
+    # report.py and the checkpoint loader build Params() / ModelConfig() when a key is
+    # absent: that must be the configuration params.yaml actually runs.
     from pathlib import Path
 
-    repo_params = Path(__file__).parents[1] / "params.yaml"
-    if not repo_params.exists():
-        pytest.fail("params.yaml is missing from the repository root")
-    params = load_params(repo_params)
-    assert params == from_dict({**_yaml(repo_params)})
+    from scratchformer.config import Params
 
-
-def _yaml(path):
-    import yaml
-
-    return yaml.safe_load(path.read_text())
+    assert load_params(Path(__file__).parents[1] / "params.yaml") == Params()
 
 
 def test_ints_are_accepted_for_floats():
     assert from_dict({"train": {"lr": 1}}).train.lr == 1.0
+
+
+def test_yaml_infinity_is_rejected_by_name(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("train:\n  lr: .inf\n")
+    with pytest.raises(ConfigError, match=r"train\.lr=inf must be a finite number"):
+        load_params(path)
+
+
+@pytest.mark.parametrize("device", ["auto", "cpu", "mps", "cuda", "cuda:0", "cuda:12"])
+def test_device_names_that_are_accepted(device):
+    assert from_dict({"train": {"device": device}}).train.device == device
 
 
 @pytest.mark.parametrize(
@@ -65,6 +71,16 @@ def test_ints_are_accepted_for_floats():
         ({"model": {"ngram_buckets": 0}}, "model.ngram_buckets=0 must be >= 1"),
         ({"train": {"lr": "fast"}}, "train.lr='fast' must be float, got str"),
         ({"train": {"device": "tpu"}}, "train.device='tpu'"),
+        ({"train": {"device": "cudax"}}, "train.device='cudax' must be auto, cpu, mps, cuda or cuda:N"),
+        ({"train": {"device": "cuda:"}}, "train.device='cuda:'"),
+        ({"train": {"device": "cpu "}}, "train.device='cpu '"),
+        ({"train": {"lr": float("inf")}}, "train.lr=inf must be a finite number"),
+        ({"train": {"weight_decay": float("nan")}}, "train.weight_decay=nan must be a finite number"),
+        ({"acceptance": {"padding_leak": 0}}, "acceptance.padding_leak=0.0 must be a positive number"),
+        ({"acceptance": {"causal_mask_leak": -1e-6}}, "acceptance.causal_mask_leak=-1e-06 must be a positive"),
+        ({"acceptance": {"validation_accuracy": 1.5}}, "acceptance.validation_accuracy=1.5 must be <= 1"),
+        ({"acceptance": {"attention_max_abs_err": "small"}}, "acceptance.attention_max_abs_err='small' must be float"),
+        ({"train": {"select": "f1"}}, "train.select='f1' must be one of val_loss, val_accuracy"),
         ({"model": 3}, "model must be a mapping"),
         ({"probe": {"head": 4}}, "probe.head=4 is not a head of a 4-head model"),
         ({"probe": {"layer": 2}}, "probe.layer=2 is not a layer of a 2-layer model"),

@@ -46,7 +46,7 @@ def repo(tmp_path_factory) -> Path:
     write_tokenizer(repo / "vocab")
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"]["source"] = "corpus"
-    params["tokenizer"] = {"name": "vocab", "max_len": 24}
+    params["tokenizer"] = {"name": "vocab", "max_len": 32}  # == model.max_len, as in the defaults
     params["model"].update(d_model=32, n_heads=2, n_layers=2, ff_dim=64, max_len=32)
     params["train"].update(epochs=1, batch_size=16)
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
@@ -83,7 +83,7 @@ def test_repro_writes_every_output(repo):
     assert set(evaluation) == {"validation", "test", "acceptance"}
     checks = evaluation["acceptance"]
     assert checks["attention_max_abs_err"] < 1e-5 and checks["causal_mask_leak"] < 1e-6
-    assert checks["padding_leak"] < 1e-5
+    assert checks["padding_leak"] < 1e-5 and checks["padding_leak_checked"] >= 32
     assert checks["validation_accuracy"] == evaluation["validation"]["accuracy"]
     assert checks["passed"] == (checks["validation_accuracy"] >= 0.5)
     probe = json.loads((repo / "plots" / "probe" / "snapshots.json").read_text())
@@ -110,12 +110,43 @@ def test_same_params_give_identical_results(repo):
     def results():
         train = json.loads((repo / "metrics" / "train.json").read_text())
         train.pop("seconds")
-        curve = (repo / "dvclive" / "plots" / "metrics" / "step" / "loss.tsv").read_text()
-        return train, (repo / "metrics" / "eval.json").read_text(), curve
+        curves = {p: p.read_bytes() for p in sorted((repo / "dvclive").rglob("*.tsv"))}
+        files = ("models/model.pt", "metrics/eval.json", "plots/probe/snapshots.json")
+        return train, curves, {f: (repo / f).read_bytes() for f in files}
 
     before = results()
-    run(["dvc", "repro", "--force", "train"], repo)
+    out = run(["dvc", "repro", "--force", "--downstream", "train"], repo)
+    assert "Running stage 'train'" in out and "Running stage 'evaluate'" in out
     assert results() == before
+
+
+def test_a_failed_math_check_fails_evaluate_after_writing_metrics(repo, tmp_path):
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["acceptance"]["attention_max_abs_err"] = 1e-12  # below float32 rounding: must fail
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
+    cmd = [sys.executable, "-m", "stages.evaluate", "--params", str(tmp_path / "params.yaml")]
+    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized"]
+    cmd += ["--metrics", str(tmp_path / "eval.json"), "--confusion", str(tmp_path / "confusion")]
+    result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "acceptance check attention_max_abs_err failed" in result.stderr
+    assert "threshold 1e-12" in result.stderr
+    written = json.loads((tmp_path / "eval.json").read_text())["acceptance"]
+    assert written["passed"] is False and written["attention_max_abs_err"] > 1e-12
+
+
+def test_a_diverging_run_fails_train_and_writes_no_model(repo, tmp_path):
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["train"].update(lr=1e30, grad_clip=0.0)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
+    cmd = [sys.executable, "-m", "stages.train", "--params", str(tmp_path / "params.yaml")]
+    cmd += ["--tokenized", "data/tokenized", "--tokenizer", "data/tokenizer", "--pretrained", "models/pretrained.pt"]
+    for flag, name in (("--model", "m.pt"), ("--live", "live"), ("--snapshots", "s.json"), ("--metrics", "t.json")):
+        cmd += [flag, str(tmp_path / name)]
+    result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "train: training diverged in member 0, epoch 1" in result.stderr
+    assert not (tmp_path / "m.pt").exists() and not (tmp_path / "t.json").exists()
 
 
 def test_model_experiment_skips_download_and_tokenize(repo):

@@ -1,17 +1,29 @@
 import json
 
 import pytest
+import torch
 
+from scratchformer.checkpoint import load_checkpoint
 from scratchformer.cli import main
+from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.predict import Predictor
+from scratchformer.tokenization import load_tokenizer
 
 
 def test_predicts_the_fixture_sentiment(trained):
     model, tokenizer = trained
-    out = Predictor(model, tokenizer).predict(["房间很好，服务很好。", "房间太脏，服务很差。"])
+    texts = ["房间很好，服务很好。", "房间太脏，服务很差。"]
+    out = Predictor(model, tokenizer).predict(texts)
     assert [p.label for p in out] == ["positive", "negative"]
-    for p in out:
-        assert 0.5 < p.probability <= 1 and abs(sum(p.probabilities.values()) - 1) < 1e-3
+    # The probabilities are the model's softmax, and the label is the class that has the most of it.
+    network, _ = load_checkpoint(model)
+    ids = load_tokenizer(str(tokenizer))(texts, padding=True, return_tensors="pt")["input_ids"]
+    expected = network(ids).softmax(-1)
+    for p, row in zip(out, expected, strict=True):
+        assert [p.probabilities[name] for name in CLASS_NAMES] == pytest.approx(
+            row.tolist(), abs=5e-5
+        )  # printed to 4 decimals
+        assert p.probability == max(p.probabilities.values()) and p.probabilities[p.label] == p.probability
         assert p.top_tokens and p.top_tokens[0]["relevance"] >= p.top_tokens[-1]["relevance"]
         assert all(t["token"] not in ("[CLS]", "[SEP]") for t in p.top_tokens)
         assert not p.truncated
@@ -72,19 +84,26 @@ def test_console_script_is_installed():
     assert result.returncode == 0 and "--json" in result.stdout
 
 
-def test_an_ensemble_checkpoint_predicts_too(trained, tmp_path):
-    from scratchformer.checkpoint import load_checkpoint, save_checkpoint
+def test_an_ensemble_checkpoint_predicts_the_mean_probability(trained, tmp_path):
+    from scratchformer.checkpoint import save_checkpoint
     from scratchformer.model import Ensemble
 
     model_path, tokenizer = trained
     single, info = load_checkpoint(model_path)
-    twin, _ = load_checkpoint(model_path)
-    save_checkpoint(tmp_path / "ensemble.pt", Ensemble([single, twin]), **info)
-    texts = ["房间很好，服务很好。", "房间太脏，服务很差。"]
-    alone = Predictor(model_path, tokenizer).predict(texts)
+    other, _ = load_checkpoint(model_path)
+    torch.manual_seed(0)
+    with torch.no_grad():  # a second, different member
+        for p in other.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    save_checkpoint(tmp_path / "ensemble.pt", Ensemble([single, other]), **info)
+    texts = ["房间很好，服务很好。", "房间太脏，服务很差。", "房间很好，服务很差。"]
     together = Predictor(tmp_path / "ensemble.pt", tokenizer).predict(texts)
-    # Two identical members: the same labels, probabilities and explanation as one.
-    assert [p.label for p in together] == [p.label for p in alone] == ["positive", "negative"]
-    for a, b in zip(alone, together, strict=True):
-        assert b.probability == pytest.approx(a.probability, abs=1e-5)
-        assert [t["token"] for t in b.top_tokens] == [t["token"] for t in a.top_tokens]
+    ids = load_tokenizer(str(tokenizer))(texts, padding=True, return_tensors="pt")["input_ids"]
+    p_single, p_other = single(ids).softmax(-1), other(ids).softmax(-1)
+    assert (p_single - p_other).abs().max() > 0.01  # the members disagree
+    mean = (p_single + p_other) / 2  # log(mean probability), by hand
+    for p, row in zip(together, mean, strict=True):
+        assert [p.probabilities[name] for name in CLASS_NAMES] == pytest.approx(
+            row.tolist(), abs=5e-5
+        )  # printed to 4 decimals
+        assert p.label == CLASS_NAMES[int(row.argmax())]

@@ -5,16 +5,30 @@ import torch
 
 from scratchformer.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.config import ModelConfig, TrainConfig
+from scratchformer.evaluation import predict_logits
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit
-from scratchformer.training import drop_tokens, fit, grad_norm_summary, lr_factor, pick_device
+from scratchformer.training import (
+    TrainingDivergedError,
+    drop_tokens,
+    fit,
+    grad_norm_summary,
+    lr_factor,
+    parameter_groups,
+    pick_device,
+)
 
 
-def test_device_auto_falls_back_to_cpu_and_explicit_names_pass_through():
-    expected = "cuda" if torch.cuda.is_available() else ("mps" if torch.backends.mps.is_available() else "cpu")
-    assert pick_device("auto").type == expected
-    assert pick_device("cpu").type == "cpu"
+@pytest.mark.parametrize(
+    ("cuda", "mps", "expected"), [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")]
+)
+def test_device_auto_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert pick_device("auto") == torch.device(expected)
+    assert pick_device("cpu") == torch.device("cpu")  # an explicit name is never second-guessed
+    assert pick_device("cuda:1") == torch.device("cuda", 1)
 
 
 def test_lr_schedule_warmup_then_cosine():
@@ -112,3 +126,106 @@ def test_ema_model_is_validated_and_handed_over_and_holds_the_average():
     assert not torch.allclose(w1, model.head.weight)
     plain, _, plain_handed = _tiny_run(0.0)
     assert plain_handed[-1][0] is plain and torch.equal(plain.head.weight, model.head.weight)
+
+
+def _split(n, seed, vocab=30, flip=False):
+    """``n`` sequences whose label is whether token 1 or token 2 is more frequent (learnable)."""
+    g = torch.Generator().manual_seed(seed)
+    ids, labels = [], []
+    for _ in range(n):
+        x = torch.randint(1, 3, (int(torch.randint(4, 12, (1,), generator=g)),), generator=g)
+        ids.append(x)
+        labels.append(int((x == 1).sum() > (x == 2).sum()) ^ int(flip))
+    return TokenizedSplit(ids, torch.tensor(labels))
+
+
+def _model():
+    torch.manual_seed(0)
+    return TransformerClassifier(ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16), 30)
+
+
+def test_a_non_finite_loss_stops_training_and_names_where(monkeypatch):
+    split = _split(32, 0)
+    model = _model()
+    config = TrainConfig(epochs=2, batch_size=8, lr=1e30, grad_clip=0)
+    with pytest.raises(TrainingDivergedError) as err:
+        fit(model, split, split, config, 0, torch.device("cpu"), member=2)
+    message = str(err.value)
+    assert "member 2, epoch 1, step 1 at lr 1e+30" in message  # step 0 took the huge step; step 1 overflowed
+    assert "Lower train.lr" in message
+
+
+def test_the_saved_model_is_the_best_epoch_not_the_last(tmp_path):
+    # Validation labels are the opposite of what training teaches: the more the model
+    # learns, the worse validation gets, so the first epoch is the best one.
+    train, validation = _split(64, 0), _split(32, 1, flip=True)
+    model = _model()
+    logits = {}
+
+    def on_epoch(record, evaluated, is_best):
+        logits[record["epoch"]] = predict_logits(evaluated, validation, 64)
+
+    history = fit(model, train, validation, TrainConfig(epochs=3, batch_size=8, lr=1e-2), 0, "cpu", on_epoch=on_epoch)
+    losses = [r["val_loss"] for r in history.epochs]
+    assert history.best_epoch == 1 and losses[0] < losses[-1]
+    assert not torch.equal(logits[1], logits[3])
+    model.load_state_dict(history.best_state)  # what pipeline/train.py saves
+    save_checkpoint(tmp_path / "m.pt", model)
+    saved, _ = load_checkpoint(tmp_path / "m.pt")
+    assert torch.equal(predict_logits(saved, validation, 64), logits[1])
+
+
+def test_select_keeps_the_epoch_of_the_chosen_metric():
+    # Seed and data picked so that the lowest validation loss and the highest accuracy
+    # fall on different epochs (asserted below, so the test cannot pass vacuously).
+    train, validation = _split(48, 3), _split(24, 4)
+    runs = {}
+    for select in ("val_loss", "val_accuracy"):
+        config = TrainConfig(epochs=4, batch_size=8, lr=1e-2, select=select)
+        runs[select] = fit(_model(), train, validation, config, 0, torch.device("cpu"))
+    epochs = runs["val_loss"].epochs
+    assert epochs == runs["val_accuracy"].epochs  # same training, only the choice differs
+    by_loss = 1 + min(range(len(epochs)), key=lambda i: epochs[i]["val_loss"])
+    by_accuracy = 1 + max(range(len(epochs)), key=lambda i: epochs[i]["val_accuracy"])
+    assert by_loss != by_accuracy
+    assert runs["val_loss"].best_epoch == by_loss and runs["val_accuracy"].best_epoch == by_accuracy
+
+
+def test_weight_decay_reaches_linear_weights_only():
+    model = TransformerClassifier(
+        ModelConfig(
+            d_model=16,
+            n_heads=2,
+            n_layers=1,
+            max_len=16,
+            pooling="attention",
+            positional="learned",
+            ngram_max=2,
+            ngram_buckets=8,
+        ),
+        30,
+    )
+    decay, no_decay = parameter_groups([model], 0.1)
+    names = {id(p): n for n, p in model.named_parameters()}
+    decayed = sorted(names[id(p)] for p in decay["params"])
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert decayed == sorted(
+        [
+            "blocks.0.attn.qkv.weight",
+            "blocks.0.attn.proj.weight",
+            "blocks.0.ffn.up.weight",
+            "blocks.0.ffn.down.weight",
+            "head.weight",
+        ]
+    )
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+    kept = {names[id(p)] for p in no_decay["params"]}
+    assert {"embed.weight", "position.embedding.weight", "pool.query", "ln_f.weight", "head.bias"} <= kept
+    assert any(n.startswith("ngrams.") for n in kept)
+
+
+def test_checkpoint_bytes_do_not_depend_on_the_temporary_name(tmp_path):
+    model = _model()
+    save_checkpoint(tmp_path / "a.pt", model)
+    save_checkpoint(tmp_path / "b.pt", model)  # another random temporary name, another target
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()

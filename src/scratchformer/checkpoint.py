@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,18 @@ import torch
 from scratchformer.config import ModelConfig, section
 from scratchformer.files import write_atomic
 from scratchformer.model import Classifier, Ensemble, TransformerClassifier
+
+
+def save_torch(path: str | Path, obj: Any) -> None:
+    """``torch.save`` whose bytes depend on ``obj`` alone, written atomically.
+
+    ``torch.save`` names the records of its zip archive after the file it is
+    given, so saving straight to the atomic write's random temporary name would
+    put that name into the bytes; a buffer gets the fixed name ``archive``.
+    """
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    write_atomic(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
 
 
 def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
@@ -24,7 +37,7 @@ def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
         "state_dict": model.state_dict(),
         **info,
     }
-    write_atomic(path, lambda tmp: torch.save(state, tmp))
+    save_torch(path, state)
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[Classifier, dict]:
@@ -43,7 +56,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
 
 def save_no_pretraining(path: str | Path) -> None:
     """The pretrain stage's output when pretraining is off: train starts from random init."""
-    write_atomic(path, lambda tmp: torch.save({"pretrained": False}, tmp))
+    save_torch(path, {"pretrained": False})
 
 
 def load_pretrained(model: TransformerClassifier, path: str | Path) -> bool:

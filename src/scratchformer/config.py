@@ -9,6 +9,8 @@ fails at once instead of silently training the default.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ POOLINGS = ("mean", "cls", "attention")
 POSITIONALS = ("sinusoidal", "learned", "rope")
 NORMS = ("pre", "post")
 MAX_POSITIONS = 4096  # largest positional table we allow (memory grows as T^2)
+DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 
 
 class ConfigError(ValueError):
@@ -104,6 +107,7 @@ class TrainConfig:
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
+    select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
 
     def __post_init__(self) -> None:
         _require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -112,10 +116,10 @@ class TrainConfig:
         _require(self.weight_decay >= 0, "train.weight_decay", self.weight_decay, "must be >= 0")
         _require(self.grad_clip >= 0, "train.grad_clip", self.grad_clip, "must be >= 0")
         _require(
-            self.device in ("auto", "cpu", "mps") or self.device.startswith("cuda"),
+            DEVICE.fullmatch(self.device) is not None,
             "train.device",
             self.device,
-            "must be auto, cpu, mps or cuda[:N]",
+            "must be auto, cpu, mps, cuda or cuda:N",
         )
         _require(0 <= self.warmup_ratio < 1, "train.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
         _require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
@@ -176,6 +180,14 @@ class AcceptanceConfig:
     causal_mask_leak: float = 1e-6
     padding_leak: float = 1e-5
     validation_accuracy: float = 0.80
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            _require(value > 0, f"acceptance.{f.name}", value, "must be a positive number")
+        _require(
+            self.validation_accuracy <= 1, "acceptance.validation_accuracy", self.validation_accuracy, "must be <= 1"
+        )
 
 
 @dataclass(frozen=True)
@@ -272,4 +284,6 @@ def _check_type(key: str, value: Any, hint: Any) -> Any:
         return float(value)
     if hint in (int, float, str, bool) and (type(value) is not hint):
         raise ConfigError(f"{key}={value!r} must be {hint.__name__}, got {type(value).__name__}")
+    if hint is float and not math.isfinite(value):
+        raise ConfigError(f"{key}={value!r} must be a finite number")
     return value

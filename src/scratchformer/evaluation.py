@@ -1,16 +1,26 @@
-"""Scores of a trained classifier on a tokenized split. No plotting here."""
+"""Scores of a trained classifier on a tokenized split. No plotting here.
+
+Scores are written at a stated precision so that they compare across machines:
+accuracy and F1 are exact fractions of the split's counts (1002 right out of
+1200 is 0.835, not the float32 0.8349999785), and a loss (or any other
+measured real number) is rounded to ``DECIMALS`` decimals, above the last
+digits that differ between CPUs.
+"""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import torch
 import torch.nn.functional as F
-from sklearn.metrics import confusion_matrix, f1_score
+from sklearn.metrics import confusion_matrix
 from torch import Tensor
 
-from scratchformer.model import Classifier
+from scratchformer.model import Classifier, eval_mode
 from scratchformer.tokenization import TokenizedSplit, batches
 
 CLASS_NAMES = ("negative", "positive")  # label 0, label 1
+DECIMALS = 5
 
 
 @torch.no_grad()
@@ -18,20 +28,44 @@ def predict_logits(
     model: Classifier, split: TokenizedSplit, batch_size: int, device: torch.device | str = "cpu"
 ) -> Tensor:
     """Logits (N, num_classes) for every example, in the split's order, in eval mode."""
-    was_training = model.training
-    model.eval()
-    out = [model(ids.to(device)).float().cpu() for ids, _ in batches(split, batch_size, model.pad_id)]
-    model.train(was_training)
+    with eval_mode(model):
+        out = [model(ids.to(device)).float().cpu() for ids, _ in batches(split, batch_size, model.pad_id)]
     return torch.cat(out)
 
 
+def rounded(value: float) -> float:
+    """``value`` at the precision metrics are written at."""
+    return round(float(value), DECIMALS)
+
+
+def accuracy(correct: int, total: int) -> float:
+    """``correct / total`` as the float nearest the exact fraction."""
+    return float(Fraction(int(correct), int(total)))
+
+
+def macro_f1(counts: list[list[int]]) -> float:
+    """Mean over classes of 2·TP / (2·TP + FP + FN), computed exactly from a confusion matrix.
+
+    ``counts[a][p]`` is how many examples of class ``a`` were predicted ``p``. A
+    class that never occurs and is never predicted has F1 0, as in scikit-learn.
+    """
+    k = len(counts)
+    per_class = []
+    for c in range(k):
+        tp = counts[c][c]
+        fn = sum(counts[c]) - tp
+        fp = sum(counts[a][c] for a in range(k)) - tp
+        per_class.append(Fraction(2 * tp, 2 * tp + fp + fn) if tp + fp + fn else Fraction(0))
+    return float(sum(per_class) / k)
+
+
 def scores(logits: Tensor, labels: Tensor) -> dict[str, float]:
-    """Loss, accuracy and macro F1 of ``logits`` (N, K) against ``labels`` (N,)."""
+    """Loss, accuracy and macro F1 of ``logits`` (N, K) against ``labels`` (N,), at the stated precision."""
     predicted = logits.argmax(dim=1)
     return {
-        "loss": F.cross_entropy(logits, labels).item(),
-        "accuracy": (predicted == labels).float().mean().item(),
-        "f1": float(f1_score(labels.numpy(), predicted.numpy(), average="macro")),
+        "loss": rounded(F.cross_entropy(logits, labels).item()),
+        "accuracy": accuracy((predicted == labels).sum().item(), len(labels)),
+        "f1": macro_f1(confusion_counts(logits, labels, logits.size(1))),
     }
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import torch
@@ -17,6 +19,21 @@ from scratchformer.positional import (
     RotaryPositionalEncoding,
     SinusoidalPositionalEncoding,
 )
+
+
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """Switch ``model`` to eval mode (no dropout) for the block; restore its previous mode after.
+
+    The previous mode comes back even when the block raises, so evaluating in the
+    middle of training can never leave dropout switched off.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 class Inspection(NamedTuple):

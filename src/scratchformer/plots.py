@@ -50,16 +50,22 @@ def read_curve(live_dir: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(live_dir / "plots" / "metrics" / f"{name}.tsv", sep="\t")
 
 
-def loss_figure(live_dir: Path) -> Figure:
+def loss_figure(live_dir: Path, label_smoothing: float = 0.0) -> Figure:
+    """Step losses (the training objective) and per-epoch train/validation cross-entropy.
+
+    With label smoothing the objective is not the plain cross-entropy that the
+    epoch curves show, and the legend says so.
+    """
     steps = read_curve(live_dir, "step/loss")
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(steps["step"], steps["loss"], color="0.75", lw=0.6, label="train loss (step)")
+    objective = f"objective, label smoothing {label_smoothing:g}" if label_smoothing else "train loss"
+    ax.plot(steps["step"], steps["loss"], color="0.75", lw=0.6, label=f"{objective} (step)")
     window = max(1, len(steps) // 50)
     ax.plot(
         steps["step"],
         steps["loss"].rolling(window, min_periods=1).mean(),
         lw=1.5,
-        label=f"train loss (mean of {window} steps)",
+        label=f"{objective} (mean of {window} steps)",
     )
     steps_per_epoch = len(steps) / max(1, len(read_curve(live_dir, "epoch/val_loss")))
     for key, style in (("train_loss", "o--"), ("val_loss", "s-")):

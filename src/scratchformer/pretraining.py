@@ -21,7 +21,8 @@ from tqdm import tqdm
 from scratchformer.config import PretrainConfig
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
-from scratchformer.training import adamw, lr_factor
+from scratchformer.evaluation import accuracy, rounded
+from scratchformer.training import TrainingDivergedError, adamw, lr_factor, parameter_groups
 
 log = logging.getLogger(__name__)
 IGNORE = -100  # label of positions that carry no loss
@@ -74,7 +75,7 @@ def pretrain(
     head = MaskedLMHead(model.embed).to(device)
     model.to(device).train()
     params = list({id(p): p for p in [*model.parameters(), *head.parameters()]}.values())
-    optimizer = adamw(params, config.lr, config.weight_decay, device)
+    optimizer = adamw(parameter_groups([model, head], config.weight_decay), config.lr, device)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     total = steps_per_epoch * config.epochs
     schedule = lambda s: lr_factor(s, total, "cosine", config.warmup_ratio)  # noqa: E731
@@ -103,18 +104,23 @@ def pretrain(
             loss = F.cross_entropy(logits, labels[chosen])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, 1.0).item()
+            n, loss_value = int(chosen.sum()), loss.item()
+            if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
+                raise TrainingDivergedError(
+                    f"pretraining diverged in epoch {epoch} at lr {scheduler.get_last_lr()[0]:.3g}: loss {loss_value}, "
+                    f"gradient norm {grad_norm}. Lower pretrain.lr; no checkpoint was written"
+                )
             optimizer.step()
             scheduler.step()
-            n, loss_value = int(chosen.sum()), loss.item()
             total_loss += loss_value * n
             correct += (logits.argmax(1) == labels[chosen]).sum().item()
             count += n
             bar.set_postfix(loss=f"{loss_value:.3f}")
         log.info("pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f", epoch, total_loss / count, correct / count)
+    log.info("pretrained %d epochs in %.1f s on %s", config.epochs, time.perf_counter() - start, device)
     return {
         "epochs": config.epochs,
-        "mlm_loss": total_loss / count,
-        "masked_accuracy": correct / count,
-        "seconds": round(time.perf_counter() - start, 1),
+        "mlm_loss": rounded(total_loss / count),
+        "masked_accuracy": accuracy(correct, count),
     }

@@ -8,7 +8,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from scratchformer.config import ConfigError, ProbeConfig
-from scratchformer.model import TransformerClassifier
+from scratchformer.model import TransformerClassifier, eval_mode
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,9 @@ def make_probe(config: ProbeConfig, tokenizer: PreTrainedTokenizerBase, max_len:
 @torch.no_grad()
 def snapshot(model: TransformerClassifier, probe: Probe, epoch: int) -> dict:
     """Every head's attention in the probe layer, and the class probabilities."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
-    seen = model.inspect(probe.input_ids.to(device), probe.layer)
-    model.train(was_training)
+    with eval_mode(model):
+        seen = model.inspect(probe.input_ids.to(device), probe.layer)
     return {
         "epoch": epoch,
         "attention": seen.attention[0].cpu().tolist(),  # (H, T, T): every head of the probe layer

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from scratchformer.config import TrainConfig
-from scratchformer.evaluation import predict_logits, scores
+from scratchformer.evaluation import accuracy, predict_logits, rounded, scores
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
 
@@ -41,16 +42,40 @@ def pick_device(name: str) -> torch.device:
     return torch.device("cpu")
 
 
-def adamw(params, lr: float, weight_decay: float, device: torch.device | str) -> torch.optim.AdamW:
-    """AdamW, with the fused kernel where PyTorch has one.
+class TrainingDivergedError(RuntimeError):
+    """The loss or the gradient norm stopped being a finite number."""
+
+
+def parameter_groups(modules: Iterable[nn.Module], weight_decay: float) -> list[dict]:
+    """Two AdamW groups: the weight matrices of linear layers decay, nothing else does.
+
+    Weight decay pulls a weight towards 0, which regularises the matrices that
+    mix features. Biases, LayerNorm gains, embedding tables (token, n-gram and
+    learned positional rows: each row is only updated when its token occurs, so
+    decay would shrink rare tokens towards nothing) and the pooling query are
+    offsets and scales, not mixers, and are left alone (as in nanoGPT's
+    ``configure_optimizers``, with embeddings in the no-decay group). A
+    parameter shared by two modules (a tied embedding) is listed once.
+    """
+    decay, no_decay, seen = [], [], set()
+    for module in modules:
+        for sub in module.modules():
+            for name, p in sub.named_parameters(recurse=False):
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                (decay if isinstance(sub, nn.Linear) and name == "weight" else no_decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.optim.AdamW:
+    """AdamW over ``parameter_groups``, with the fused kernel where PyTorch has one.
 
     The fused update is one pass over each tensor instead of a chain of
     elementwise ops, which matters for large embedding tables: every row is
     updated every step (benchmarks/encoder_throughput.py prints the ratio).
     """
-    return torch.optim.AdamW(
-        params, lr=lr, weight_decay=weight_decay, fused=torch.device(device).type in ("cpu", "cuda")
-    )
+    return torch.optim.AdamW(groups, lr=lr, fused=torch.device(device).type in ("cpu", "cuda"))
 
 
 def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> float:
@@ -66,12 +91,12 @@ def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> floa
 
 def grad_norm_summary(norms: list[float], clip: float) -> dict[str, float]:
     """Median, 99th percentile and max of the pre-clip gradient norms; share of steps clipped."""
-    t = torch.tensor(norms)
+    t = torch.tensor(norms, dtype=torch.float64)
     return {
-        "grad_norm_median": t.median().item(),
-        "grad_norm_p99": t.quantile(0.99).item(),
-        "grad_norm_max": t.max().item(),
-        "clipped_fraction": (t > clip).float().mean().item() if clip > 0 else 0.0,
+        "grad_norm_median": rounded(t.median().item()),
+        "grad_norm_p99": rounded(t.quantile(0.99).item()),
+        "grad_norm_max": rounded(t.max().item()),
+        "clipped_fraction": accuracy((t > clip).sum().item(), len(norms)) if clip > 0 else 0.0,
     }
 
 
@@ -94,7 +119,17 @@ class History:
     steps: list[dict] = field(default_factory=list)  # step, loss, grad_norm, lr
     epochs: list[dict] = field(default_factory=list)  # epoch, train/val loss and accuracy
     best_epoch: int = 0
+    best_state: dict = field(default_factory=dict)  # the evaluated weights at best_epoch
     seconds: float = 0.0
+
+
+def improves(record: dict, best: dict | None, select: str) -> bool:
+    """Whether epoch ``record`` beats ``best`` under ``select``; ties keep the earlier epoch."""
+    if best is None:
+        return True
+    if select == "val_accuracy":
+        return record["val_accuracy"] > best["val_accuracy"]
+    return record["val_loss"] < best["val_loss"]
 
 
 def fit(
@@ -106,22 +141,29 @@ def fit(
     device: torch.device,
     on_step: Callable[[dict], None] = lambda record: None,
     on_epoch: Callable[[dict, TransformerClassifier, bool], None] = lambda record, model, best: None,
+    member: int = 0,
 ) -> History:
-    """Train ``model`` in place.
+    """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
     ``on_step`` receives each step's record; ``on_epoch`` each epoch's record,
-    the model, and whether this epoch has the lowest validation loss so far
-    (the caller saves the checkpoint then). Epoch 0 is the untrained model.
+    the model, and whether this epoch is the best so far under ``config.select``
+    (lowest validation loss, or highest validation accuracy; ties keep the
+    earlier epoch). Epoch 0 is the untrained model and is never selected.
+
+    Each step's ``loss`` is the objective (label smoothing included); the
+    epoch's ``train_loss`` is plain cross-entropy, like ``val_loss``, so the two
+    compare. A loss or gradient norm that is not finite raises
+    :class:`TrainingDivergedError` at once, before the optimizer applies it.
 
     With ``config.ema_decay`` > 0 an exponential moving average of the weights
-    is kept alongside; it is what gets validated and handed to ``on_epoch``
-    (averaging the last few hundred steps' weights smooths out the noise of
-    the final minibatches, much like an ensemble of nearby checkpoints).
+    is kept alongside; it is what gets validated, selected and handed to
+    ``on_epoch`` (averaging the last few hundred steps' weights smooths out the
+    noise of the final minibatches, much like an ensemble of nearby checkpoints).
     """
     model.to(device).train()
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay)) if config.ema_decay else None
     evaluated = ema.module if ema else model
-    optimizer = adamw(model.parameters(), config.lr, config.weight_decay, device)
+    optimizer = adamw(parameter_groups([model], config.weight_decay), config.lr, device)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     total = steps_per_epoch * config.epochs
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -131,7 +173,7 @@ def fit(
     order = torch.Generator().manual_seed(seed)
     history = History()
     start = time.perf_counter()
-    best_loss = math.inf
+    best = None
     on_epoch(_epoch_record(evaluated, 0, math.nan, math.nan, validation, config, device), evaluated, False)
 
     # Clipping with max_norm=inf still returns the (pre-clip) global norm, which is logged.
@@ -156,12 +198,14 @@ def fit(
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
             loss_value = loss.item()
-            record = {
-                "step": step,
-                "loss": loss_value,
-                "grad_norm": grad_norm,
-                "lr": scheduler.get_last_lr()[0],
-            }
+            lr = scheduler.get_last_lr()[0]
+            if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
+                raise TrainingDivergedError(
+                    f"training diverged in member {member}, epoch {epoch}, step {step} at lr {lr:.3g}: "
+                    f"loss {loss_value}, gradient norm {grad_norm}. Lower train.lr, keep train.grad_clip > 0, "
+                    "or warm the lr up (train.warmup_ratio); no checkpoint was written"
+                )
+            record = {"step": step, "loss": loss_value, "grad_norm": grad_norm, "lr": lr}
             optimizer.step()
             scheduler.step()
             if ema:
@@ -169,16 +213,18 @@ def fit(
             history.steps.append(record)
             on_step(record)
             step += 1
-            total_loss += loss_value * len(labels)
+            with torch.no_grad():  # the smoothing-free loss, comparable with val_loss
+                total_loss += F.cross_entropy(logits, labels, reduction="sum").item()
             correct += (logits.argmax(1) == labels).sum().item()
             seen += len(labels)
             bar.set_postfix(loss=f"{loss_value:.3f}")
-        record = _epoch_record(evaluated, epoch, total_loss / seen, correct / seen, validation, config, device)
-        is_best = record["val_loss"] < best_loss
+        record = _epoch_record(evaluated, epoch, total_loss / seen, accuracy(correct, seen), validation, config, device)
+        is_best = improves(record, best, config.select)
         if is_best:
-            best_loss, history.best_epoch = record["val_loss"], epoch
+            best, history.best_epoch = record, epoch
+            history.best_state = copy.deepcopy(evaluated.state_dict())
         history.epochs.append(record)
-        log.info("epoch %d: %s", epoch, {k: round(v, 4) for k, v in record.items()})
+        log.info("epoch %d: %s", epoch, record)
         on_epoch(record, evaluated, is_best)
     history.seconds = time.perf_counter() - start
     return history
@@ -188,7 +234,7 @@ def _epoch_record(model, epoch, train_loss, train_acc, validation, config, devic
     val = scores(predict_logits(model, validation, config.batch_size * 4, device), validation.labels)
     return {
         "epoch": epoch,
-        "train_loss": train_loss,
+        "train_loss": rounded(train_loss),
         "train_accuracy": train_acc,
         "val_loss": val["loss"],
         "val_accuracy": val["accuracy"],

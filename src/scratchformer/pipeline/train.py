@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import logging
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,6 +18,8 @@ from scratchformer.model import Ensemble, TransformerClassifier
 from scratchformer.probe import Probe, make_probe, snapshot
 from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_tokenized
 from scratchformer.training import History, fit, grad_norm_summary, pick_device, seed_everything
+
+log = logging.getLogger(__name__)
 
 
 class Member(NamedTuple):
@@ -48,7 +50,7 @@ def train_member(
     seed_everything(seed)
     model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
     pretrained = load_pretrained(model, pretrained_path)
-    best_state, snapshots = {}, []
+    snapshots = []
 
     def on_step(record: dict) -> None:
         live.step = record["step"]
@@ -64,11 +66,9 @@ def train_member(
         for key, value in record.items():
             if key != "epoch":
                 live.log_metric(f"{prefix}epoch/{key}", value)
-        if is_best:  # the evaluated weights (the EMA when on) of the lowest validation loss so far
-            best_state.update(copy.deepcopy(evaluated.state_dict()))
 
-    history = fit(model, train_split, val_split, params.train, seed, device, on_step, on_epoch)
-    model.load_state_dict(best_state)
+    history = fit(model, train_split, val_split, params.train, seed, device, on_step, on_epoch, member=k)
+    model.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the selected epoch
     return Member(model, history, snapshots, pretrained)
 
 
@@ -120,9 +120,7 @@ def run(
         "final_train_accuracy": last["train_accuracy"],
         "epochs": params.train.epochs,
         "ensemble": len(members),
-        "seconds": round(sum(h.seconds for h in histories), 1),
         "parameters": final.num_parameters(),
-        "device": device.type,
         "pretrained": members[0].pretrained,
         **grad_norm_summary([r["grad_norm"] for r in history.steps], params.train.grad_clip),
     }
@@ -144,4 +142,7 @@ def run(
         },
     )
     write_json(metrics_path, metrics)
+    # Wall time and device are facts of the machine, not of code, params and data:
+    # logged, never written into a tracked output (a rerun must change no byte).
+    log.info("trained in %.1f s on %s", sum(h.seconds for h in histories), device)
     return metrics
