@@ -165,8 +165,12 @@ def test_pictures_pair_images_by_revision_and_render_overlays(tmp_path):
 
 def test_still_pictures_of_confusion_matrices_print_their_counts():
     spec = vega("Confusion")["content"]
-    assert static_spec(spec)["params"] == [{"name": "showValues", "bind": {"input": "checkbox"}, "value": True}]
-    assert "value" not in spec["params"][0]  # DVC's spec itself is left as it was
+    spec["data"]["values"].reverse()  # DVC lists HEAD's rows first
+    still = static_spec(spec, LABELS)
+    assert still["params"] == [{"name": "showValues", "bind": {"input": "checkbox"}, "value": True}]
+    revs = [row["rev"] for row in still["data"]["values"]]
+    assert revs == ["main"] * 3 + ["workspace"] * 3  # BASE's facet on the left, as in every table
+    assert "value" not in spec["params"][0] and spec["data"]["values"][0]["rev"] == "workspace"  # DVC's is kept
 
 
 def test_markdown_links_the_pictures_and_html_embeds_them(tmp_path):

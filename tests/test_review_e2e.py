@@ -27,7 +27,7 @@ def repo(tmp_path_factory) -> Path:
     write_tokenizer(repo / "vocab")
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"]["source"] = "corpus"
-    params["tokenizer"] = {"name": "vocab", "max_len": 24}
+    params["tokenizer"] = {"name": "vocab", "max_len": 32}  # == model.max_len, as in the defaults
     params["model"].update(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32)
     params["train"].update(epochs=1, batch_size=16, lr=0.002)
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")

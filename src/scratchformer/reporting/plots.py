@@ -20,19 +20,23 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower() or "plot"
 
 
-def static_spec(spec: dict) -> dict:
-    """The spec with its interactive toggles set for a still picture: confusion matrices print their counts."""
+def static_spec(spec: dict, labels: tuple[str, str]) -> dict:
+    """The spec set for a still picture: confusion matrices print their counts, BASE's facet comes first."""
     spec = copy.deepcopy(spec)
     for param in spec.get("params", []):
         if param.get("name") == "showValues":
             param["value"] = True
+    # DVC's facets keep the order the data comes in (`"sort": []`); that order is BASE, HEAD.
+    order = {label: i for i, label in enumerate(labels)}
+    values = spec.get("data", {}).get("values", [])
+    values.sort(key=lambda row: order.get(row.get("rev"), len(order)) if isinstance(row, dict) else 0)
     return spec
 
 
-def vega_png(spec: dict) -> bytes:
+def vega_png(spec: dict, labels: tuple[str, str]) -> bytes:
     import vl_convert  # imported here: only a review needs it
 
-    return vl_convert.vegalite_to_png(static_spec(spec), scale=1)
+    return vl_convert.vegalite_to_png(static_spec(spec, labels), scale=1)
 
 
 def _missing(plots: dict) -> dict[str, set[str]]:
@@ -76,7 +80,7 @@ def render_plots(plots: dict, labels: tuple[str, str], images: Path) -> list[Sec
             continue
         file = f"{slug(name)}.png"
         try:
-            (images / file).write_bytes(vega_png(vega["content"]))
+            (images / file).write_bytes(vega_png(vega["content"], labels))
         except Exception as err:  # a spec vl-convert cannot draw is a note, not a lost report
             target.notes.append(f"{name}: could not be drawn ({err}).")
             continue
