@@ -1,6 +1,6 @@
 import pytest
 
-from scratchformer.report import (
+from scratchformer.reporting.report import (
     ablation_groups,
     ablation_tables,
     best_command,

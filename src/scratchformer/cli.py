@@ -1,12 +1,15 @@
-"""Command line: ``scratchformer predict`` (also ``python -m scratchformer predict``)."""
+"""Command line: ``scratchformer predict`` and ``scratchformer review`` (also ``python -m scratchformer …``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from scratchformer.predict import Prediction, Predictor
+if TYPE_CHECKING:
+    from scratchformer.predict import Prediction
 
 
 def _format(p: Prediction) -> str:
@@ -18,6 +21,8 @@ def _format(p: Prediction) -> str:
 
 
 def predict_main(args: argparse.Namespace) -> int:
+    from scratchformer.predict import Predictor
+
     texts = args.texts or [line for line in sys.stdin.read().splitlines() if line.strip()]
     try:
         predictor = Predictor(args.model, args.tokenizer)
@@ -32,6 +37,21 @@ def predict_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def review_main(args: argparse.Namespace) -> int:
+    from scratchformer.reporting.commands import ReportError
+    from scratchformer.reporting.review import write_review
+
+    try:
+        report = write_review(args.base, args.head, args.out)
+    except ReportError as err:
+        print(f"scratchformer review: {err}", file=sys.stderr)
+        return 2
+    for warning in report.warnings:
+        print(f"scratchformer review: {warning}", file=sys.stderr)
+    print(f"wrote {args.out / 'report.md'} and {args.out / 'report.html'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scratchformer", description="The scratch Transformer's tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -41,8 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokenizer", default="data/tokenizer")
     p.add_argument("--top", type=int, default=5, help="how many driving tokens to show")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    r = sub.add_parser(
+        "review",
+        help="compare two revisions: params, metrics, acceptance, curves, attention, confusion",
+        description="Write OUT/report.md and a self-contained OUT/report.html comparing BASE with HEAD.",
+    )
+    r.add_argument("base", nargs="?", default="main", help="git revision or experiment name (default: main)")
+    r.add_argument("head", nargs="?", help="git revision or experiment name (default: the workspace)")
+    r.add_argument("--out", type=Path, default=Path("review"), help="output folder (default: review)")
     args = parser.parse_args(argv)
-    return predict_main(args)
+    return review_main(args) if args.command == "review" else predict_main(args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Tables for README.md and docs/, generated from ``dvc metrics show`` / ``dvc exp show``.
 
-Numbers in the docs are never typed by hand: ``python -m scratchformer.report``
+Numbers in the docs are never typed by hand: ``python -m scratchformer.reporting.report``
 asks DVC for them and rewrites the blocks between ``<!-- name:start -->`` and
 ``<!-- name:end -->`` markers.
 """
@@ -11,17 +11,13 @@ import argparse
 import dataclasses
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from scratchformer.config import Params
 from scratchformer.files import write_text
-
-
-def dvc_json(*args: str) -> Any:
-    out = subprocess.run(["dvc", *args, "--json"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+from scratchformer.reporting.commands import dvc_json
+from scratchformer.reporting.page import fmt
 
 
 def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
@@ -43,16 +39,6 @@ def workspace_metrics(metrics_show: dict) -> dict[str, Any]:
         for path, content in files.items()
         for key, value in flatten(content.get("data", {})).items()
     }
-
-
-def fmt(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value).lower() if isinstance(value, bool) else "—"
-    if isinstance(value, float):
-        if value == 0:
-            return "0"
-        return f"{value:.2e}" if abs(value) < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
-    return str(value)
 
 
 def results_table(metrics: dict[str, Any]) -> str:
@@ -169,6 +155,26 @@ def members_line(records: list[dict], best_name: str = "best") -> str:
     return f"Validation accuracy of each ensemble member on its own: {', '.join(own)}; of their average: {ensemble}."
 
 
+REVIEW_COMMAND = re.compile(r"scratchformer review (\S+)(?: (\S+))?")
+
+
+def review_block(text: str) -> str:
+    """The README's example review, made again: the command the block shows, then its report's tables."""
+    from scratchformer.reporting.review import excerpt
+
+    block = re.search(r"<!-- review:start -->\n(.*?)<!-- review:end -->", text, re.S)
+    command = REVIEW_COMMAND.search(block.group(1)) if block else None
+    if command is None:
+        raise ValueError("the <!-- review:start --> block must show a `scratchformer review BASE [HEAD]` command")
+    base, head = command.groups()
+    return f"```bash\n{command.group(0)}\n```\n\n" + excerpt(base, head)
+
+
+def update_review(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    write_text(path, replace_block(text, "review", review_block(text)))
+
+
 def update_readme(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     metrics = workspace_metrics(dvc_json("metrics", "show"))
@@ -189,6 +195,8 @@ def update_readme(path: Path) -> None:
         text = replace_block(text, "best", best_command(records))
         if "<!-- members:start -->" in text:
             text = replace_block(text, "members", members_line(records))
+    if "<!-- review:start -->" in text:
+        text = replace_block(text, "review", review_block(text))
     write_text(path, text)
 
 
@@ -260,13 +268,15 @@ def update_ablations(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m scratchformer.report", description=__doc__)
-    parser.add_argument("what", choices=["readme", "ablations"])
+    parser = argparse.ArgumentParser(prog="python -m scratchformer.reporting.report", description=__doc__)
+    parser.add_argument(
+        "what", choices=["readme", "review", "ablations"], help="review: only the README's example review"
+    )
     parser.add_argument("--file", type=Path, help="default: README.md, or docs/ablations.md")
     args = parser.parse_args(argv)
-    if args.what == "readme":
+    if args.what in ("readme", "review"):
         path = args.file or Path("README.md")
-        update_readme(path)
+        (update_readme if args.what == "readme" else update_review)(path)
     else:
         path = args.file or Path("docs/ablations.md")
         update_ablations(path)

@@ -1,0 +1,133 @@
+"""One report, two renderings: Markdown for a pull-request comment, self-contained HTML for a browser.
+
+A report is a list of sections; each holds short notes, at most one table and pictures
+shown side by side (one panel per revision). Markdown links the PNGs beside it; HTML
+embeds them as data URIs, so the one file can be mailed or attached.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ABSENT = "absent"
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if isinstance(value, bool) else "—"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        return f"{value:.2e}" if abs(value) < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One plot of both revisions: ``panels`` are (caption, file name under images/ or None = absent)."""
+
+    title: str
+    panels: list[tuple[str, str | None]]
+
+
+@dataclass
+class Section:
+    title: str
+    notes: list[str] = field(default_factory=list)
+    table: Table | None = None
+    pictures: list[Picture] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    title: str
+    sections: list[Section]
+    warnings: list[str] = field(default_factory=list)  # also said on stderr by the command
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table: Table) -> str:
+    lines = ["| " + " | ".join(map(_md_cell, table.header)) + " |", "|" + "---|" * len(table.header)]
+    lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in table.rows]
+    return "\n".join(lines)
+
+
+def _md_picture(picture: Picture) -> str:
+    images = [f"![{picture.title}, {caption}](images/{name})" if name else ABSENT for caption, name in picture.panels]
+    if len(picture.panels) == 1:  # one figure already holding both revisions (an overlay)
+        return images[0]
+    return markdown_table(Table([caption for caption, _ in picture.panels], [images]))
+
+
+def to_markdown(report: Report, level: int = 1) -> str:
+    """The report as Markdown; ``level`` is the title's heading level (sections one below)."""
+    parts = [f"{'#' * level} {report.title}"]
+    for section in report.sections:
+        parts.append(f"{'#' * (level + 1)} {section.title}")
+        parts += section.notes
+        if section.table:
+            parts.append(markdown_table(section.table))
+        parts += [f"**{picture.title}**\n\n{_md_picture(picture)}" for picture in section.pictures]
+    return "\n\n".join(parts) + "\n"
+
+
+def _inline(text: str) -> str:
+    """Escape for HTML, keeping the Markdown code spans and bold that the notes use."""
+    text = html.escape(text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+
+
+def _html_table(table: Table) -> str:
+    head = "".join(f"<th>{_inline(h)}</th>" for h in table.header)
+    body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _html_panel(caption: str, image: Path | None) -> str:
+    if image is None:
+        shown = f"<p>{ABSENT}</p>"
+    else:
+        uri = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode("ascii")
+        shown = f'<img alt="{html.escape(caption)}" src="{uri}">'
+    return f"<figure><figcaption>{html.escape(caption)}</figcaption>{shown}</figure>"
+
+
+STYLE = (
+    "body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1em}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}"
+    ".panels{display:flex;gap:1em;align-items:flex-start}.panels figure{margin:0;flex:1}"
+    ".panels img{max-width:100%}figcaption{font-weight:bold}"
+)
+
+
+def to_html(report: Report, images: Path) -> str:
+    """The report as one HTML file with every picture embedded (``images`` holds the PNGs)."""
+    parts = [f"<h1>{html.escape(report.title)}</h1>"]
+    for section in report.sections:
+        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        parts += [f"<p>{_inline(note)}</p>" for note in section.notes]
+        if section.table:
+            parts.append(_html_table(section.table))
+        for picture in section.pictures:
+            panels = "".join(_html_panel(caption, images / name if name else None) for caption, name in picture.panels)
+            parts.append(f"<h3>{html.escape(picture.title)}</h3><div class='panels'>{panels}</div>")
+    body = "\n".join(parts)
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(report.title)}</title>'
+        f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n"
+    )

@@ -1,0 +1,303 @@
+"""The review's tables, verdicts, pictures and errors, from DVC-shaped data (no pipeline run)."""
+
+import ast
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from scratchformer.cli import main
+from scratchformer.reporting.commands import ReportError, resolve_revision
+from scratchformer.reporting.page import to_html, to_markdown
+from scratchformer.reporting.plots import render_plots, static_spec
+from scratchformer.reporting.review import (
+    Row,
+    acceptance_section,
+    change,
+    metrics_section,
+    params_section,
+    rows,
+    write_review,
+)
+
+LABELS = ("main", "workspace")
+PNG = b"\x89PNG\r\n\x1a\n"
+SRC = Path(__file__).parents[1] / "src" / "scratchformer"
+
+
+def test_change_is_absolute_and_relative_and_empty_when_meaningless():
+    assert change(0.8, 0.9) == ("+0.1", "+12.5%")
+    assert change(2, 1) == ("-1", "-50.0%")
+    assert change("3/4", "9/10") == ("+0.15", "+20.0%")  # exact fractions are numbers too
+    assert change(None, 0.9) == ("", "")  # absent at one revision
+    assert change(0, 1) == ("+1", "")  # no relative change from zero
+    assert change("cpu", "cuda") == ("", "") and change(True, False) == ("", "")
+
+
+def test_params_section_lists_only_what_changed_and_says_absent():
+    params = rows({"params.yaml": {"train.lr": {"old": 0.002, "new": 0.02}, "seed": {"old": 42, "new": 42}}})
+    params.append(Row("params.yaml", "model.rope", None, True))
+    table = params_section(params, LABELS).table
+    assert table.rows == [["params.yaml", "train.lr", "0.002", "0.02"], ["params.yaml", "model.rope", "absent", "true"]]
+    assert params_section([Row("params.yaml", "seed", 42, 42)], LABELS).notes == ["No param differs."]
+
+
+def metric_rows(**values):
+    return [Row("metrics/eval.json", key, old, new) for key, (old, new) in values.items()]
+
+
+def limits(**values):
+    return [Row("params.yaml", f"acceptance.{key}", old, new) for key, (old, new) in values.items()]
+
+
+def test_acceptance_verdicts_follow_each_revisions_threshold():
+    metrics = metric_rows(
+        **{
+            "acceptance.passed": (True, False),
+            "acceptance.validation_accuracy": (0.85, 0.78),  # a score: must reach its threshold
+            "acceptance.padding_leak": (0.0, 0.0),  # an error: must stay below
+            "acceptance.causal_mask_leak": (2e-6, 0.0),
+            "acceptance.new_check": (None, 0.1),
+        }
+    )
+    params = limits(validation_accuracy=(0.8, 0.8), padding_leak=(1e-5, 1e-5), causal_mask_leak=(1e-6, 1e-6))
+    params += limits(new_check=(None, 0.5))
+    section = acceptance_section(metrics, params, LABELS)
+    assert section.notes == ["**`acceptance.passed`: newly failing** (true → false)"]
+    verdicts = {row[0]: row[-1] for row in section.table.rows}
+    assert verdicts == {
+        "validation_accuracy": "newly failing",
+        "padding_leak": "still passing",
+        "causal_mask_leak": "newly passing",
+        "new_check": "passing (absent in main)",
+    }
+    thresholds = {row[0]: row[3] for row in section.table.rows}
+    assert thresholds["validation_accuracy"] == "≥ 0.8" and thresholds["padding_leak"] == "< 1.00e-05"
+
+
+def test_acceptance_reads_a_threshold_change_and_a_check_without_one():
+    metrics = metric_rows(**{"acceptance.validation_accuracy": (0.85, 0.85), "acceptance.speed": (1.0, 2.0)})
+    section = acceptance_section(metrics, limits(validation_accuracy=(0.8, 0.9)), LABELS)
+    by_check = {row[0]: row for row in section.table.rows}
+    assert by_check["validation_accuracy"][3:] == ["≥ 0.9 (was 0.8)", "newly failing"]
+    assert by_check["speed"][3:] == ["absent", "no threshold in params"]
+
+
+def test_metrics_section_shows_changes_and_baseline_rows_and_hides_the_rest():
+    metrics = rows(
+        {
+            "metrics/eval.json": {
+                "validation.accuracy": {"old": 0.8, "new": 0.9},
+                "test.loss": {"old": 0.3, "new": 0.3},
+                "acceptance.passed": {"old": True, "new": True},
+                "test.brier": {"old": None, "new": 0.1},  # a metric the older revision did not have
+            },
+            "metrics/baseline.json": {"baseline.test.accuracy": {"old": 0.92, "new": 0.92}},
+        }
+    )
+    section = metrics_section(metrics, LABELS)
+    shown = {row[1]: row[2:] for row in section.table.rows}
+    assert shown == {
+        "baseline.test.accuracy": ["0.92", "0.92", "0", "+0.0%"],
+        "test.brier": ["absent", "0.1", "", ""],
+        "validation.accuracy": ["0.8", "0.9", "+0.1", "+12.5%"],
+    }
+    assert section.notes == ["The metrics that changed, and the n-gram baseline's; 1 unchanged left out."]
+
+
+def test_a_revision_without_metrics_is_said_once_and_reads_absent():
+    metrics = metric_rows(**{"validation.accuracy": (None, 0.9), "acceptance.passed": (None, True)})
+    section = metrics_section(metrics, LABELS)
+    assert section.notes[0] == "main has no metrics: every metric reads absent there."
+    assert section.table.rows == [["metrics/eval.json", "validation.accuracy", "absent", "0.9", "", ""]]
+    assert acceptance_section([], [], LABELS).notes == ["Neither main nor workspace has acceptance metrics."]
+
+
+def vega(title):
+    return {
+        "type": "vega",
+        "revisions": list(LABELS),
+        "content": {
+            "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "title": title,
+            "params": [{"name": "showValues", "bind": {"input": "checkbox"}}],
+            "data": {"values": [{"step": i, "loss": 1 / (i + 1), "rev": r} for r in LABELS for i in range(3)]},
+            "mark": "line",
+            "encoding": {
+                "x": {"field": "step", "type": "quantitative"},
+                "y": {"field": "loss", "type": "quantitative"},
+                "color": {"field": "rev"},
+            },
+        },
+    }
+
+
+def test_pictures_pair_images_by_revision_and_render_overlays(tmp_path):
+    dvc_out = tmp_path / "images" / ".dvc-plots"
+    dvc_out.mkdir(parents=True)
+    for label in LABELS:
+        (dvc_out / f"{label}_heatmap.png").write_bytes(PNG + label.encode())
+    image = "plots/images/attention_heatmap.png"
+    plots = {
+        "data": {
+            "Loss": [vega("Loss")],
+            "Confusion matrix (test)": [vega("Confusion")],
+            "Gradient norm": [],
+            image: [{"type": "image", "revisions": [r], "url": str(dvc_out / f"{r}_heatmap.png")} for r in LABELS],
+            "plots/images/loss.png": [
+                {"type": "image", "revisions": ["workspace"], "url": str(dvc_out / "workspace_heatmap.png")}
+            ],
+        },
+        "errors": [{"name": "Confusion matrix (test)", "rev": "main", "type": "FileNotFoundError"}],
+    }
+    curves, attention, confusion, other = render_plots(plots, LABELS, tmp_path / "images")
+    assert [p.title for p in curves.pictures] == ["Loss"]
+    assert curves.notes == ["Gradient norm: absent in both revisions."]
+    assert (tmp_path / "images" / "loss.png").read_bytes().startswith(PNG)
+    assert [p.title for p in confusion.pictures] == ["Confusion matrix (test) (main: absent)"]
+    (heatmap,) = attention.pictures
+    assert heatmap.panels == [(r, f"attention_heatmap--{r}.png") for r in LABELS]
+    assert (tmp_path / "images" / "attention_heatmap--main.png").read_bytes() == PNG + b"main"
+    assert other.pictures[0].panels == [("main", None), ("workspace", "loss--workspace.png")]
+    assert not dvc_out.exists()  # DVC's own copies are not left behind
+
+
+def test_still_pictures_of_confusion_matrices_print_their_counts():
+    spec = vega("Confusion")["content"]
+    spec["data"]["values"].reverse()  # DVC lists HEAD's rows first
+    still = static_spec(spec, LABELS)
+    assert still["params"] == [{"name": "showValues", "bind": {"input": "checkbox"}, "value": True}]
+    revs = [row["rev"] for row in still["data"]["values"]]
+    assert revs == ["main"] * 3 + ["workspace"] * 3  # BASE's facet on the left, as in every table
+    assert "value" not in spec["params"][0] and spec["data"]["values"][0]["rev"] == "workspace"  # DVC's is kept
+
+
+def test_markdown_links_the_pictures_and_html_embeds_them(tmp_path):
+    from scratchformer.reporting.page import Picture, Report, Section, Table
+
+    (tmp_path / "a.png").write_bytes(PNG + b"a")
+    report = Report(
+        "Review: main → workspace",
+        [
+            Section("Params that changed", table=Table(["param", "main"], [["model.pooling", "a|b"]])),
+            Section("Attention", pictures=[Picture("heatmap", [("main", "a.png"), ("workspace", None)])]),
+        ],
+    )
+    md = to_markdown(report)
+    assert "| model.pooling | a\\|b |" in md
+    assert "| ![heatmap, main](images/a.png) | absent |" in md
+    html = to_html(report, tmp_path)
+    assert "images/a.png" not in html and html.count("data:image/png;base64,") == 1
+    assert "<td>a|b</td>" in html
+
+
+def git_repo(path: Path) -> str:
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "one")
+    sha = git("rev-parse", "HEAD")
+    git("update-ref", f"refs/exps/{sha[:2]}/{sha[2:]}/lr-sweep-1", sha)
+    return sha
+
+
+def test_revisions_resolve_as_git_or_experiment_names_and_unknown_ones_are_named(tmp_path):
+    sha = git_repo(tmp_path)
+    assert resolve_revision("HEAD", cwd=tmp_path) == sha
+    assert resolve_revision("lr-sweep-1", cwd=tmp_path) == sha
+    with pytest.raises(ReportError, match="unknown revision 'nope': neither a git revision nor an experiment"):
+        resolve_revision("nope", cwd=tmp_path)
+
+
+def test_review_command_says_which_revision_is_unknown(tmp_path, monkeypatch, capsys):
+    git_repo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["review", "main~5", "HEAD"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scratchformer review: unknown revision 'main~5'") and "Traceback" not in err
+    assert not (tmp_path / "review").exists()
+
+
+def test_review_will_not_replace_a_folder_that_is_not_a_review(tmp_path):
+    (tmp_path / "notes.txt").write_text("keep me")
+    with pytest.raises(ReportError, match="refusing to replace"):
+        write_review("HEAD~1", None, tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "keep me"
+
+
+def test_the_model_library_never_imports_dvc_git_or_the_reports():
+    """Only scratchformer.reporting shells out; nothing else imports dvc, subprocess or reporting."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        if "reporting" in path.relative_to(SRC).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                if name.split(".")[0] in ("dvc", "subprocess") or name.startswith("scratchformer.reporting"):
+                    offenders.append(f"{path.relative_to(SRC)}: {name}")
+    assert offenders == ["cli.py: scratchformer.reporting.commands", "cli.py: scratchformer.reporting.review"]
+
+
+@pytest.mark.slow
+def test_metrics_absent_at_one_revision_read_absent_through_dvc(tmp_path, monkeypatch):
+    """A real `dvc metrics diff`: no metrics file at the first commit, a new key at the third."""
+
+    def commit(message, metrics=None):
+        if metrics is not None:
+            (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+        subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+        subprocess.run(
+            ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", message],
+            cwd=tmp_path,
+            check=True,
+        )
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["dvc", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "params.yaml").write_text("acceptance:\n  validation_accuracy: 0.5\n")
+    (tmp_path / "dvc.yaml").write_text("metrics:\n  - metrics.json\n")
+    commit("no metrics yet")
+    commit("metrics", {"acceptance": {"validation_accuracy": 0.6, "passed": True}})
+    commit("a new metric", {"acceptance": {"validation_accuracy": 0.4, "passed": False}, "test": {"brier": 0.2}})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
+
+    first = write_review("HEAD~2", "HEAD~1", Path("review"))
+    assert first.warnings == ["HEAD~2 has no metrics: every metric reads absent there."]
+    md = Path("review/report.md").read_text(encoding="utf-8")
+    assert "| validation_accuracy | absent | 0.6 | ≥ 0.5 | passing (absent in HEAD~2) |" in md
+
+    write_review("HEAD~1", "HEAD", Path("review"))
+    md = Path("review/report.md").read_text(encoding="utf-8")
+    assert "**`acceptance.passed`: newly failing** (true → false)" in md
+    assert "| metrics.json | test.brier | absent | 0.2 |  |  |" in md
+    assert "Neither revision has any." in md  # no plots declared: said, not a traceback
+
+
+def test_readme_review_block_runs_the_command_it_shows(monkeypatch):
+    from scratchformer.reporting import report, review
+
+    calls = []
+    monkeypatch.setattr(review, "excerpt", lambda base, head: calls.append((base, head)) or "#### Review\n")
+    text = "x\n<!-- review:start -->\n```bash\nscratchformer review v1 exp-2\n```\nold\n<!-- review:end -->\ny\n"
+    block = report.review_block(text)
+    assert calls == [("v1", "exp-2")]
+    assert block == "```bash\nscratchformer review v1 exp-2\n```\n\n#### Review\n"
+    with pytest.raises(ValueError, match="must show a `scratchformer review BASE"):
+        report.review_block("<!-- review:start -->\nnothing\n<!-- review:end -->\n")
+
+
+def test_example_workflow_posts_the_report_the_command_writes():
+    import yaml
+
+    workflow = yaml.safe_load((SRC.parents[1] / ".github" / "workflows" / "review.yml").read_text())
+    steps = [step.get("run", "") for step in workflow["jobs"]["review"]["steps"]]
+    (review,) = [s for s in steps if s.startswith("scratchformer review")]
+    assert "--out" not in review  # the report lands in review/, the default
+    assert any("dvc repro" in s for s in steps) and "cml comment create --publish review/report.md" in steps
+    assert workflow[True] == "pull_request"  # YAML 1.1 reads the key `on` as True
