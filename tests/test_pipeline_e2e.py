@@ -34,9 +34,8 @@ def run(cmd: list[str], cwd: Path, **extra_env: str) -> str:
     return result.stdout + result.stderr
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory) -> Path:
-    repo = tmp_path_factory.mktemp("project")
+def make_project(repo: Path, n_layers: int = 2, **train) -> dict:
+    """A git + DVC copy of this project on the fixture corpus, committed, not yet run; return its params."""
     for item in ("dvc.yaml", ".dvcignore", "stages", "src"):
         source = ROOT / item
         if source.is_dir():
@@ -48,18 +47,29 @@ def repo(tmp_path_factory) -> Path:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"]["source"] = "corpus"
     params["tokenizer"] = {"name": "vocab", "max_len": 32}  # == model.max_len, as in the defaults
-    params["model"].update(d_model=32, n_heads=2, n_layers=2, ff_dim=64, max_len=32)
-    params["train"].update(epochs=1, batch_size=16)
+    params["model"].update(d_model=32, n_heads=2, n_layers=n_layers, ff_dim=64, max_len=32)
+    params["train"].update({"epochs": 1, "batch_size": 16, **train})
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
-    (repo / ".gitignore").write_text("/corpus\n/vocab\n")
-    run(["git", "init", "-q"], repo)
+    write_params(repo, params)
+    (repo / ".gitignore").write_text("/corpus\n/vocab\n/review\n")
+    run(["git", "init", "-q", "-b", "main"], repo)
     run(["git", "config", "user.email", "test@example.com"], repo)
     run(["git", "config", "user.name", "test"], repo)
     run(["dvc", "init", "-q"], repo)
     run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-qm", "fixture project"], repo)
+    run(["git", "commit", "-qm", "fixture project"], repo)  # dvclive wants a commit to start from
+    return params
+
+
+def write_params(repo: Path, params: dict) -> None:
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    repo = tmp_path_factory.mktemp("project")
+    make_project(repo)
     run(["dvc", "repro"], repo)
     return repo
 

@@ -1,14 +1,11 @@
 """`scratchformer review` on two committed runs of the fixture pipeline that differ in one param."""
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-from fixtures import write_corpus, write_tokenizer
-from test_pipeline_e2e import ROOT, run
+from test_pipeline_e2e import make_project, run, write_params
 
 pytestmark = pytest.mark.slow
 
@@ -17,34 +14,12 @@ pytestmark = pytest.mark.slow
 def repo(tmp_path_factory) -> Path:
     """A git + DVC project whose HEAD~1 and HEAD hold the pipeline's outputs at train.lr 0.002 and 0.02."""
     repo = tmp_path_factory.mktemp("review")
-    for item in ("dvc.yaml", ".dvcignore", "stages", "src"):
-        source = ROOT / item
-        if source.is_dir():
-            shutil.copytree(source, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy(source, repo / item)
-    write_corpus(repo / "corpus")
-    write_tokenizer(repo / "vocab")
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["data"]["source"] = "corpus"
-    params["tokenizer"] = {"name": "vocab", "max_len": 32}  # == model.max_len, as in the defaults
-    params["model"].update(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32)
-    params["train"].update(epochs=1, batch_size=16, lr=0.002)
-    params["probe"].update(text="服务很差，房间太脏。", query_token="差")
-    params["acceptance"]["validation_accuracy"] = 0.5
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
-    (repo / ".gitignore").write_text("/corpus\n/vocab\n/review\n")
-    run(["git", "init", "-q", "-b", "main"], repo)
-    run(["git", "config", "user.email", "test@example.com"], repo)
-    run(["git", "config", "user.name", "test"], repo)
-    run(["dvc", "init", "-q"], repo)
-    run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-qm", "fixture project"], repo)  # dvclive wants a commit to start from
+    params = make_project(repo, n_layers=1, lr=0.002)
     run(["dvc", "repro"], repo)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", "lr 0.002"], repo)
     params["train"]["lr"] = 0.02
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
+    write_params(repo, params)
     run(["dvc", "repro"], repo)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", "lr 0.02"], repo)
