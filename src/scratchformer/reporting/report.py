@@ -103,7 +103,6 @@ COMPARISON_COLUMNS = [
     ("configuration", "label"),
     ("validation accuracy", "eval:validation.accuracy"),
     ("test accuracy", "eval:test.accuracy"),
-    ("train s", "train:seconds"),
     ("parameters", "train:parameters"),
 ]
 
