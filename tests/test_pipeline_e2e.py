@@ -82,6 +82,7 @@ def test_repro_writes_every_output(repo):
     for image in (
         "loss.png",
         "grad_norm.png",
+        "diagnostics.png",
         "attention_heatmap.png",
         "attention_evolution.png",
         "attention_evolution_heads.png",

@@ -268,3 +268,15 @@ def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
     assert resumed.best_epoch == whole.best_epoch
     for name, value in whole.best_state.items():
         assert torch.equal(resumed.best_state[name], value), name
+
+
+def test_every_step_logs_each_layers_gradient_norm_before_clipping():
+    split = _split(16, 0)
+    records = []
+    config = TrainConfig(epochs=1, batch_size=8, lr=1e-3, grad_clip=1e-3)  # clips every step
+    fit(_model(), split, split, config, 0, torch.device("cpu"), on_step=records.append)
+    for record in records:
+        layers = [v for k, v in record.items() if k.startswith("layer_grad_norm/")]
+        assert len(layers) == 3  # embedding, layer0, head
+        assert math.sqrt(sum(v**2 for v in layers)) == pytest.approx(record["grad_norm"], rel=1e-4)
+        assert record["grad_norm"] > 10 * config.grad_clip

@@ -91,6 +91,55 @@ def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
     return fig
 
 
+def diagnostics_figure(live_dir: Path) -> Figure:
+    """Left: each layer's gradient norm before clipping over training. Right: every head's attention entropy per epoch.
+
+    The right panel's dashed line is log T, the entropy of a head that spreads
+    its weight evenly; a head near 0 has collapsed onto one key.
+    """
+    metrics = live_dir / "plots" / "metrics"
+    groups = sorted((metrics / "step" / "layer_grad_norm").glob("*.tsv"), key=_group_order)
+    heads = sorted((metrics / "epoch" / "attention").glob("layer*/head*/entropy.tsv"))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+    window = None
+    for path in groups:
+        curve = pd.read_csv(path, sep="\t")
+        window = window or max(1, len(curve) // 50)
+        left.plot(curve["step"], curve.iloc[:, 1].rolling(window, min_periods=1).mean(), lw=1.2, label=path.stem)
+    left.set_yscale("log")
+    left.set(xlabel="step", ylabel="L2 norm (log scale)", title=f"Gradient norm per layer (mean of {window} steps)")
+    left.legend(fontsize=8)
+    left.grid(alpha=0.3, which="both")
+    cmap = plt.get_cmap("tab10")
+    layers = sorted({p.parent.parent.name for p in heads})
+    for path in heads:
+        curve = pd.read_csv(path, sep="\t")
+        layer, head = path.parent.parent.name, path.parent.name
+        style = ("-", "--", ":", "-.")[int(head.removeprefix("head")) % 4]
+        color = cmap(layers.index(layer) % 10)
+        right.plot(curve["step"], curve["entropy"], style, color=color, marker="o", ms=3, label=f"{layer} {head}")
+    reference = metrics / "epoch" / "attention" / "max_entropy.tsv"
+    if reference.is_file():
+        curve = pd.read_csv(reference, sep="\t")
+        right.plot(curve["step"], curve["max_entropy"], "k--", marker="_", ms=12, lw=1, label="log T (uniform)")
+    right.set(xlabel="epoch (0 = initialisation)", ylabel="entropy, nats", title="Attention entropy per head")
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=7, ncol=2)
+    right.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _group_order(path: Path) -> tuple[int, int]:
+    """embedding, layer0, layer1, …, head: the order data flows through the model."""
+    name = path.stem
+    if name == "embedding":
+        return (0, 0)
+    if name.startswith("layer"):
+        return (1, int(name.removeprefix("layer")))
+    return (2, 0)
+
+
 def heatmap_figure(probe: dict) -> Figure:
     """Every head of the probe layer after training: T x T attention, query rows, key columns."""
     final = np.array(probe["snapshots"][-1]["attention"])  # (H, T, T)

@@ -18,6 +18,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from scratchformer.config import TrainConfig
+from scratchformer.diagnostics import attention_diagnostics, layer_grad_norms
 from scratchformer.evaluation import accuracy, predict_logits, rounded, scores
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
@@ -120,6 +121,7 @@ class History:
     epochs: list[dict] = field(default_factory=list)  # epoch, train/val loss and accuracy
     best_epoch: int = 0
     best_state: dict = field(default_factory=dict)  # the evaluated weights at best_epoch
+    initial: dict = field(default_factory=dict)  # the epoch-0 record: the untrained model
     seconds: float = 0.0
 
 
@@ -183,7 +185,8 @@ def fit(
     parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "ema": ema, "order": order}
     if resume is None:
         best, step, done = None, 0, 0
-        on_epoch(_epoch_record(evaluated, 0, math.nan, math.nan, validation, config, device), evaluated, False)
+        history.initial = _epoch_record(evaluated, 0, math.nan, math.nan, validation, config, device)
+        on_epoch(history.initial, evaluated, False)
     else:
         best, step, done = _restore(resume, parts, history)
         log.info("member %d: resuming after epoch %d of %d", member, done, config.epochs)
@@ -207,6 +210,7 @@ def fit(
             loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            per_layer = layer_grad_norms(model)  # before clipping rescales the gradients
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
             loss_value = loss.item()
             lr = scheduler.get_last_lr()[0]
@@ -216,7 +220,7 @@ def fit(
                     f"loss {loss_value}, gradient norm {grad_norm}. Lower train.lr, keep train.grad_clip > 0, "
                     "or warm the lr up (train.warmup_ratio); no checkpoint was written"
                 )
-            record = {"step": step, "loss": loss_value, "grad_norm": grad_norm, "lr": lr}
+            record = {"step": step, "loss": loss_value, "grad_norm": grad_norm, "lr": lr, **per_layer}
             optimizer.step()
             scheduler.step()
             if ema:
@@ -261,6 +265,7 @@ def _snapshot_state(epoch: int, step: int, best: dict | None, parts: dict, histo
             "epochs": history.epochs,
             "best_epoch": history.best_epoch,
             "best_state": history.best_state,
+            "initial": history.initial,
         },
     }
 
@@ -281,15 +286,19 @@ def _restore(state: dict, parts: dict, history: History) -> tuple[dict | None, i
     saved = state["history"]
     history.steps, history.epochs = list(saved["steps"]), list(saved["epochs"])
     history.best_epoch, history.best_state = saved["best_epoch"], saved["best_state"]
+    history.initial = saved["initial"]
     return state["best"], state["step"], state["epoch"]
 
 
 def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device) -> dict:
+    """Scores on validation, and the attention of every head on its first 64 texts (a fixed sample)."""
     val = scores(predict_logits(model, validation, config.batch_size * 4, device), validation.labels)
+    sample, _ = next(iter(batches(validation, 64, model.pad_id)))
     return {
         "epoch": epoch,
         "train_loss": rounded(train_loss),
         "train_accuracy": train_acc,
         "val_loss": val["loss"],
         "val_accuracy": val["accuracy"],
+        **{key: rounded(value) for key, value in attention_diagnostics(model, sample.to(device)).items()},
     }

@@ -39,20 +39,22 @@ class Curves:
 
     def step(self, record: dict) -> None:
         self.live.step = record["step"]
-        for key in ("loss", "grad_norm", "lr"):
-            self.live.log_metric(f"{self.prefix}step/{key}", record[key])
+        for key, value in record.items():  # loss, grad_norm, lr, layer_grad_norm/<group>
+            if key != "step":
+                self.live.log_metric(f"{self.prefix}step/{key}", value)
 
     def epoch(self, record: dict) -> None:
+        """An epoch's scores; for epoch 0, the untrained model, only its attention statistics."""
         self.live.step = record["epoch"]
         for key, value in record.items():
-            if key != "epoch":
+            if key != "epoch" and (record["epoch"] > 0 or key.startswith("attention/")):
                 self.live.log_metric(f"{self.prefix}epoch/{key}", value)
 
     def replay(self, history: dict) -> None:
         """Log again what a resumed run had already logged before it stopped."""
         for record in history["steps"]:
             self.step(record)
-        for record in history["epochs"]:
+        for record in [history["initial"], *history["epochs"]]:
             self.epoch(record)
 
 
@@ -86,8 +88,7 @@ def train_member(
     def on_epoch(record: dict, evaluated: TransformerClassifier, is_best: bool) -> None:
         if probe:
             snapshots.append(snapshot(evaluated, probe, record["epoch"]))
-        if record["epoch"] > 0:
-            curves.epoch(record)
+        curves.epoch(record)
 
     history = fit(
         model,
@@ -111,7 +112,7 @@ def finished(member: Member) -> dict:
     h = member.history
     return {
         "model": member.model.state_dict(),
-        "history": {"steps": h.steps, "epochs": h.epochs, "best_epoch": h.best_epoch},
+        "history": {"steps": h.steps, "epochs": h.epochs, "best_epoch": h.best_epoch, "initial": h.initial},
         "snapshots": member.snapshots,
         "pretrained": member.pretrained,
     }
@@ -122,7 +123,9 @@ def unfinished(saved: dict, params: Params, tokenizer: PreTrainedTokenizerBase) 
     model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
     model.load_state_dict(saved["model"])
     h = saved["history"]
-    history = History(steps=list(h["steps"]), epochs=list(h["epochs"]), best_epoch=h["best_epoch"])
+    history = History(
+        steps=list(h["steps"]), epochs=list(h["epochs"]), best_epoch=h["best_epoch"], initial=h["initial"]
+    )
     return Member(model, history, list(saved["snapshots"]), saved["pretrained"])
 
 

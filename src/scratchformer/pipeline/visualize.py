@@ -17,6 +17,7 @@ def run(params: Params, live_dir: Path, snapshots_path: Path, images_dir: Path, 
     head = params.probe.head
     plots.save_figure(plots.loss_figure(live_dir, params.train.label_smoothing), images_dir / "loss.png")
     plots.save_figure(plots.grad_norm_figure(live_dir, params.train.grad_clip), images_dir / "grad_norm.png")
+    plots.save_figure(plots.diagnostics_figure(live_dir), images_dir / "diagnostics.png")
     plots.save_figure(plots.heatmap_figure(probe), images_dir / "attention_heatmap.png")
     plots.save_figure(plots.evolution_figure(probe, head), images_dir / "attention_evolution.png")
     plots.save_figure(plots.all_heads_evolution_figure(probe), images_dir / "attention_evolution_heads.png")
