@@ -6,15 +6,8 @@ from scratchformer.config import ConfigError, ModelConfig, from_dict, load_param
 def test_defaults_are_the_reference_run():
     params = from_dict({})
     m = params.model
-    assert (m.d_model, m.n_heads, m.n_layers, m.ff_dim, m.dropout, m.max_len, m.num_classes) == (
-        64,
-        4,
-        2,
-        128,
-        0.1,
-        64,
-        2,
-    )
+    assert (m.d_model, m.n_heads, m.n_layers, m.ff_dim, m.dropout, m.max_len) == (64, 4, 2, 128, 0.1, 64)
+    assert m.num_classes is None  # taken from the data
     t = params.train
     assert (t.epochs, t.batch_size, t.lr, t.weight_decay, t.grad_clip) == (4, 32, 2e-3, 0.02, 1.0)
     assert params.seed == 42

@@ -50,7 +50,9 @@ def test_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
 
 def test_checkpoint_round_trip(tmp_path):
     torch.manual_seed(0)
-    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, max_len=16, pooling="attention"), 30).eval()
+    model = TransformerClassifier(
+        ModelConfig(d_model=16, n_heads=2, max_len=16, pooling="attention", num_classes=2), 30
+    ).eval()
     save_checkpoint(tmp_path / "m.pt", model, epoch=3)
     loaded, info = load_checkpoint(tmp_path / "m.pt")
     ids = torch.randint(1, 30, (2, 9))
@@ -80,12 +82,14 @@ def test_drop_tokens_hides_a_share_of_tokens_but_never_the_first():
 
 def _tiny_run(ema_decay):
     g = torch.Generator().manual_seed(0)
-    split = TokenizedSplit(
+    split = TokenizedSplit.from_sequences(
         [torch.randint(1, 30, (int(n),), generator=g) for n in torch.randint(3, 12, (40,), generator=g)],
         torch.randint(0, 2, (40,), generator=g),
     )
     torch.manual_seed(0)
-    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16), 30)
+    model = TransformerClassifier(
+        ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, num_classes=2), 30
+    )
     trajectory, handed = [], []
     fit(
         model,

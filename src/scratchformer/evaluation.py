@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.metrics import confusion_matrix, f1_score
@@ -9,8 +10,6 @@ from torch import Tensor
 
 from scratchformer.model import Classifier
 from scratchformer.tokenization import TokenizedSplit, batches
-
-CLASS_NAMES = ("negative", "positive")  # label 0, label 1
 
 
 @torch.no_grad()
@@ -35,14 +34,29 @@ def scores(logits: Tensor, labels: Tensor) -> dict[str, float]:
     }
 
 
-def confusion_rows(logits: Tensor, labels: Tensor, class_names: list[str]) -> list[dict[str, str]]:
-    """One {actual, predicted} row per example: the shape of dvc's ``confusion`` template."""
-    predicted = logits.argmax(dim=1)
-    return [
-        {"actual": class_names[a], "predicted": class_names[p]}
-        for a, p in zip(labels.tolist(), predicted.tolist(), strict=True)
-    ]
-
-
 def confusion_counts(logits: Tensor, labels: Tensor, num_classes: int) -> list[list[int]]:
+    """(K, K) counts: row = actual class id, column = predicted class id."""
     return confusion_matrix(labels.numpy(), logits.argmax(dim=1).numpy(), labels=range(num_classes)).tolist()
+
+
+def confusion_table(logits: Tensor, labels: Tensor, class_names: list[str]) -> dict:
+    """The confusion counts with their class names: K x K numbers, however many examples."""
+    return {"classes": list(class_names), "counts": confusion_counts(logits, labels, len(class_names))}
+
+
+def per_class_scores(counts: list[list[int]], class_names: list[str]) -> dict[str, dict[str, float]]:
+    """Precision, recall, F1 and support of each class from confusion ``counts`` (rows actual).
+
+    A class never predicted (or never present) scores 0 where its denominator is 0,
+    as scikit-learn's ``zero_division=0``; the mean of the F1s is the macro F1 that
+    :func:`scores` reports as ``f1``.
+    """
+    m = np.asarray(counts, dtype=np.int64)
+    hits, actual, predicted = np.diag(m), m.sum(axis=1), m.sum(axis=0)
+    out = {}
+    for k, name in enumerate(class_names):
+        p = hits[k] / predicted[k] if predicted[k] else 0.0
+        r = hits[k] / actual[k] if actual[k] else 0.0
+        f1 = 2 * p * r / (p + r) if p + r else 0.0
+        out[name] = {"precision": float(p), "recall": float(r), "f1": float(f1), "support": int(actual[k])}
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import NamedTuple
 
@@ -12,11 +13,10 @@ from transformers import PreTrainedTokenizerBase
 from dvclive import Live
 from scratchformer.checkpoint import load_pretrained, save_checkpoint
 from scratchformer.config import Params
-from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.files import write_json
 from scratchformer.model import Ensemble, TransformerClassifier
 from scratchformer.probe import Probe, make_probe, snapshot
-from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_tokenized
+from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_class_names, read_tokenized
 from scratchformer.training import History, fit, grad_norm_summary, pick_device, seed_everything
 
 
@@ -90,8 +90,10 @@ def run(
     others' curves are logged under ``member<k>/``.
     """
     tokenizer = load_tokenizer(str(tokenizer_dir))
-    train_split = read_tokenized(tokenized_dir / "train.parquet")
-    val_split = read_tokenized(tokenized_dir / "validation.parquet")
+    class_names = read_class_names(tokenized_dir)  # the model's output size comes from the data
+    params = dataclasses.replace(params, model=params.model.for_classes(class_names))
+    train_split = read_tokenized(tokenized_dir / "train")
+    val_split = read_tokenized(tokenized_dir / "validation")
     device = pick_device(params.train.device)
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
     with Live(str(live_dir), dvcyaml=False, save_dvc_exp=False) as live:
@@ -107,6 +109,7 @@ def run(
         model_path,
         final,
         best_epochs=[h.best_epoch for h in histories],
+        class_names=class_names,
         tokenizer_max_len=params.tokenizer.max_len,
     )
     history = histories[0]
@@ -139,7 +142,7 @@ def run(
             "query_token": params.probe.query_token,
             "layer": probe.layer if probe.layer >= 0 else params.model.n_layers + probe.layer,
             "head": probe.head,
-            "class_names": CLASS_NAMES,
+            "class_names": class_names,
             "snapshots": members[0].snapshots,
         },
     )
