@@ -114,7 +114,8 @@ def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) 
     splits = [Split(name, tables[name].to_pandas(), origins[name]) for name in SPLITS]
     for s in splits:
         if s.frame.empty:
-            raise DataError(f"{s.origin}: no rows left in {s.name}")
+            why = f"too few rows for data.split={list(config.split)}" if config.split else "every row was removed"
+            raise DataError(f"{s.origin}: no rows in {s.name} ({why})")
     report = {
         "rows": {s.name: len(s.frame) for s in splits},
         "classes": classes.names,
