@@ -55,7 +55,7 @@ def test_one_file_is_split_and_blank_rows_are_counted(repo):
     data = read(repo, "metrics/data.json")["data"]
     assert data["classes"] == NAMES
     assert data["rows"] == {"train": 358, "validation": 45, "test": 45}  # 448 rows: 450 less 2 blank
-    assert data["dropped_empty"] == {"corpus/reviews.csv": 2}
+    assert data["dropped_empty"] == {"reviews.csv": 2}
     assert read(repo, "data/raw/classes.json")["names"] == NAMES
 
 

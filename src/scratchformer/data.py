@@ -120,7 +120,7 @@ def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) 
         "rows": {s.name: len(s.frame) for s in splits},
         "classes": classes.names,
         "class_rows": {s.name: classes.counts(s.frame["label"]) for s in splits},
-        "dropped_empty": {p.origin: p.dropped_empty for p in parts.values()},
+        "dropped_empty": {_relative(p.origin, config.source): p.dropped_empty for p in parts.values()},
         "split": list(config.split) if config.split is not None else None,
         "leakage": found,
     }
@@ -234,6 +234,11 @@ def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
         log.warning("%s: %d rows with an empty text dropped (data.drop_empty)", origin, n_empty)
     part = pa.table({"text": text, "key": label_keys(labels, origin, rows, config.label_names)})
     return _Part(part, origin, n_empty)
+
+
+def _relative(origin: str, source: str) -> str:
+    """A file's name inside the corpus folder: no machine's absolute path goes into a tracked output."""
+    return origin[len(source) :].lstrip("/") if origin.startswith(source) else origin
 
 
 def _with_ids(part: _Part, classes: Classes) -> pa.Table:
