@@ -67,24 +67,26 @@ def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
 
 
-def encode_flat(tokenizer: PreTrainedTokenizerBase, texts, max_len: int, batch_size: int = 20_000) -> FlatIds:
+def encode_flat(tokenizer: PreTrainedTokenizerBase, texts, max_len: int, batch_size: int = 4096) -> FlatIds:
     """Tokenize every text once, ``batch_size`` at a time, into flat arrays truncated to ``max_len``.
 
     A text longer than ``max_len`` keeps its first ``max_len - 1`` ids and ends in
     [SEP], which is what the tokenizer's own ``truncation=True`` gives; its full
     length is kept in ``n_tokens`` for the statistics. ``texts`` is a list of str or
     an Arrow string array (then only one batch at a time becomes Python strings).
+    The Rust tokenizer is called directly (``encode_batch_fast``: no character
+    offsets), the same encoding as ``tokenizer(texts)`` without its per-row dicts.
     """
     dtype = token_dtype(len(tokenizer))
+    backend = tokenizer.backend_tokenizer
+    if backend.truncation is not None or backend.padding is not None:
+        backend.no_truncation()  # what ``tokenizer(texts)`` itself does before encoding
+        backend.no_padding()
     chunks, lengths = [], []
     for i in range(0, len(texts), batch_size):
         chunk = texts[i : i + batch_size]
-        ids = tokenizer(
-            chunk.to_pylist() if hasattr(chunk, "to_pylist") else chunk,
-            verbose=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )["input_ids"]
+        chunk = chunk.to_pylist() if hasattr(chunk, "to_pylist") else list(chunk)
+        ids = [e.ids for e in backend.encode_batch_fast(chunk, add_special_tokens=True)]
         full_len = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         full = np.fromiter(itertools.chain.from_iterable(ids), dtype=dtype, count=int(full_len.sum()))
         chunks.append(_truncate(full, full_len, max_len, tokenizer.sep_token_id))
