@@ -1,5 +1,7 @@
 """Flat token storage: one array per split plus offsets, tokenized once, batched by indexing."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -113,3 +115,23 @@ def test_from_sequences_and_batch_by_index():
     assert len(split) == 3 and split.lengths.tolist() == [3, 1, 2]
     assert split.batch([2, 1], pad_id=0).tolist() == [[9, 10], [8, 0]]
     assert split.sequence(0).tolist() == [5, 6, 7]
+
+
+REAL = Path(__file__).parents[1]
+CORPUS, VOCAB = REAL / "lansinuote" / "ChnSentiCorp", REAL / "bert-base-chinese"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (CORPUS.is_dir() and VOCAB.is_dir()), reason="the ChnSentiCorp mirror is not linked here")
+def test_chnsenticorp_ids_equal_the_tokenizers_own_truncation():
+    """On the real reviews (traditional characters, control characters, 600-token texts) at 64 and 256."""
+    from scratchformer.config import DataConfig
+    from scratchformer.data import load_corpus
+
+    tokenizer = load_tokenizer(str(VOCAB))
+    rows = [t for s in load_corpus(DataConfig(source=str(CORPUS))).splits for t in s.frame["text"]]
+    for max_len in (64, 256):
+        flat = encode_flat(tokenizer, rows, max_len)
+        reference = tokenizer(rows, truncation=True, max_length=max_len)["input_ids"]
+        assert np.array_equal(flat.offsets, np.concatenate([[0], np.cumsum([len(x) for x in reference])]))
+        assert np.array_equal(flat.tokens, np.fromiter((t for x in reference for t in x), dtype=np.uint16))

@@ -26,8 +26,6 @@ from scratchformer.files import write_atomic, write_json
 from scratchformer.hub import check_hub_reachable, is_local
 from scratchformer.labels import Classes, DataError, label_keys
 
-__all__ = ["SPLITS", "Corpus", "DataError", "Split", "load_corpus", "read_split", "write_corpus"]
-
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation", "test")
@@ -79,37 +77,16 @@ def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) 
         raw = _read_hub(config.source, revision)
     parts = {name: _check_rows(ds, origin, config) for name, (ds, origin) in raw.items()}
     classes = Classes.from_keys({p.origin: p.table["key"] for p in parts.values()}, config.label_names)
-    tables = {name: _with_ids(p, classes) for name, p in parts.items()}
-
-    single = list(parts) == ["all"]
-    if single and config.split is None:
-        raise DataError(
-            f"{parts['all'].origin}: one file, no train/validation/test; set data.split, e.g. [0.8, 0.1, 0.1]"
-        )
-    if not single and config.split is not None and not config.resplit:
-        raise DataError(
-            f"{config.source} has its own train/validation/test splits and data.split={list(config.split)} is set; "
-            "remove data.split, or set data.resplit: true to pool and divide them again"
-        )
-    if config.split is not None:
-        pooled = pa.concat_tables(tables.values())
-        origin = parts["all"].origin if single else f"{config.source} (pooled)"
-        chosen = stratified_split(pooled["label"].to_numpy(), config.split, seed)
-        tables = {name: pooled.take(pa.array(chosen[name])) for name in SPLITS}
-        origins = {name: f"{origin}[{name}]" for name in SPLITS}
-    else:
-        origins = {name: parts[name].origin for name in SPLITS}
-
+    tables, origins = _divide(parts, classes, config, seed)
     found = leakage(tables["train"]["text"], [tables["validation"]["text"], tables["test"]["text"]])
-    removed = 0
+    shared = found.pop("train_mask")
+    found["removed_from_train"] = 0
     if config.dedupe:
-        keep = pc.invert(found.pop("train_mask"))
-        removed = len(tables["train"]) - pc.sum(keep).as_py()
-        tables["train"] = tables["train"].filter(keep)
-        log.info("data.dedupe: %d train rows whose text is also in validation or test removed", removed)
-    else:
-        found.pop("train_mask")
-    found["removed_from_train"] = removed
+        found["removed_from_train"] = pc.sum(shared).as_py() or 0
+        tables["train"] = tables["train"].filter(pc.invert(shared))
+        log.info(
+            "data.dedupe: %d train rows whose text is also in validation or test removed", found["removed_from_train"]
+        )
 
     splits = [Split(name, tables[name].to_pandas(), origins[name]) for name in SPLITS]
     for s in splits:
@@ -234,6 +211,33 @@ def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
         log.warning("%s: %d rows with an empty text dropped (data.drop_empty)", origin, n_empty)
     part = pa.table({"text": text, "key": label_keys(labels, origin, rows, config.label_names)})
     return _Part(part, origin, n_empty)
+
+
+def _divide(
+    parts: dict[str, _Part], classes: Classes, config: DataConfig, seed: int
+) -> tuple[dict[str, pa.Table], dict[str, str]]:
+    """The train/validation/test tables (text, class id) and where each came from.
+
+    A corpus with its own splits keeps them; a one-file corpus (or, with
+    ``data.resplit``, the pooled splits) is divided by ``data.split``, stratified.
+    """
+    tables = {name: _with_ids(p, classes) for name, p in parts.items()}
+    single = list(parts) == ["all"]
+    if single and config.split is None:
+        raise DataError(
+            f"{parts['all'].origin}: one file, no train/validation/test; set data.split, e.g. [0.8, 0.1, 0.1]"
+        )
+    if not single and config.split is not None and not config.resplit:
+        raise DataError(
+            f"{config.source} has its own train/validation/test splits and data.split={list(config.split)} is set; "
+            "remove data.split, or set data.resplit: true to pool and divide them again"
+        )
+    if config.split is None:
+        return tables, {name: parts[name].origin for name in SPLITS}
+    pooled = pa.concat_tables(tables.values())
+    origin = parts["all"].origin if single else f"{config.source} (pooled)"
+    chosen = stratified_split(pooled["label"].to_numpy(), config.split, seed)
+    return {name: pooled.take(pa.array(chosen[name])) for name in SPLITS}, {n: f"{origin}[{n}]" for n in SPLITS}
 
 
 def _relative(origin: str, source: str) -> str:

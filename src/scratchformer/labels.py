@@ -59,7 +59,7 @@ def label_keys(
 
 
 def _keys(column: pa.Array, origin: str, row_of) -> pa.Array:
-
+    """Integer or text keys of ``column``; a missing or fractional label is an error at ``row_of`` it."""
     kind = column.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         stripped = pc.utf8_trim_whitespace(column)
