@@ -40,10 +40,12 @@ def leakage(train: pa.ChunkedArray, others: list[pa.ChunkedArray]) -> dict:
     ``train_mask`` marks them.
     """
     validation, test = others
+    # Hash only the (small) evaluation texts, then only the train texts they share.
     mask = pc.is_in(train, value_set=pa.concat_arrays([_flat(validation), _flat(test)]))
+    shared = pc.unique(_flat(train.filter(mask)))
     return {
-        "validation_in_train": pc.sum(pc.is_in(validation, value_set=_flat(train))).as_py() or 0,
-        "test_in_train": pc.sum(pc.is_in(test, value_set=_flat(train))).as_py() or 0,
+        "validation_in_train": pc.sum(pc.is_in(validation, value_set=shared)).as_py() or 0,
+        "test_in_train": pc.sum(pc.is_in(test, value_set=shared)).as_py() or 0,
         "train_in_validation_or_test": pc.sum(mask).as_py() or 0,
         "train_mask": mask,
     }

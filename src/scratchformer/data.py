@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from scratchformer.config import DataConfig
 from scratchformer.corpus import leakage, stratified_split
@@ -45,8 +46,12 @@ READERS = {
 @dataclass(frozen=True)
 class Split:
     name: str
-    frame: pd.DataFrame  # columns text (str), label (int class id)
+    table: pa.Table  # columns text (string), label (int64 class id)
     origin: str  # the file (or hub split) it came from, for messages
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        return self.table.to_pandas()
 
 
 @dataclass(frozen=True)
@@ -88,21 +93,21 @@ def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) 
             "data.dedupe: %d train rows whose text is also in validation or test removed", found["removed_from_train"]
         )
 
-    splits = [Split(name, tables[name].to_pandas(), origins[name]) for name in SPLITS]
+    splits = [Split(name, tables[name], origins[name]) for name in SPLITS]
     for s in splits:
-        if s.frame.empty:
+        if not len(s.table):
             why = f"too few rows for data.split={list(config.split)}" if config.split else "every row was removed"
             raise DataError(f"{s.origin}: no rows in {s.name} ({why})")
     report = {
-        "rows": {s.name: len(s.frame) for s in splits},
+        "rows": {s.name: len(s.table) for s in splits},
         "classes": classes.names,
-        "class_rows": {s.name: classes.counts(s.frame["label"]) for s in splits},
+        "class_rows": {s.name: classes.counts(s.table["label"].to_numpy()) for s in splits},
         "dropped_empty": {_relative(p.origin, config.source): p.dropped_empty for p in parts.values()},
         "split": list(config.split) if config.split is not None else None,
         "leakage": found,
     }
     for s in splits:
-        log.info("%s -> %s: %d rows %s", s.origin, s.name, len(s.frame), report["class_rows"][s.name])
+        log.info("%s -> %s: %d rows %s", s.origin, s.name, len(s.table), report["class_rows"][s.name])
     if any(found[k] for k in ("validation_in_train", "test_in_train")):
         log.warning("texts shared between train and validation/test: %s", found)
     return Corpus(splits, classes, report)
@@ -122,8 +127,8 @@ def write_corpus(corpus: Corpus, out_dir: str | Path) -> None:
 def write_splits(splits: list[Split], out_dir: str | Path) -> None:
     for split in splits:
         path = Path(out_dir) / f"{split.name}.parquet"
-        write_atomic(path, lambda tmp, s=split: s.frame.to_parquet(tmp, index=False))
-        log.info("%s: %d rows -> %s", split.origin, len(split.frame), path)
+        write_atomic(path, lambda tmp, s=split: pq.write_table(s.table, tmp))
+        log.info("%s: %d rows -> %s", split.origin, len(split.table), path)
 
 
 def read_split(raw_dir: str | Path, name: str) -> pd.DataFrame:
@@ -189,11 +194,12 @@ def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
         raise DataError(
             f"{origin}: no label column {config.label_column!r} (columns: {', '.join(columns)}); set data.label_column"
         )
-    table = ds.data.table.select([text_col, config.label_column]).combine_chunks()
+    table = ds.data.table.select([text_col, config.label_column])  # Arrow, memory-mapped by 🤗 datasets
     text = table.column(0)
     if not pa.types.is_string(text.type) and not pa.types.is_large_string(text.type):
         raise DataError(f"{origin}: text column {text_col!r} holds {text.type}, not text")
-    text = pc.utf8_trim_whitespace(text)
+    if pc.any(pc.match_substring_regex(text, r"^\s|\s$")).as_py():  # copy the texts only if some need it
+        text = pc.utf8_trim_whitespace(text)
     # Row numbers in messages count data rows from 1, as a spreadsheet would.
     empty = pc.fill_null(pc.equal(pc.utf8_length(text), 0), True)
     n_empty = pc.sum(empty).as_py() or 0
@@ -206,7 +212,7 @@ def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
     rows = None
     if n_empty:
         keep = pc.invert(empty)
-        rows = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + 1
+        rows = np.flatnonzero(keep.to_numpy()) + 1
         text, labels = text.filter(keep), labels.filter(keep)
         log.warning("%s: %d rows with an empty text dropped (data.drop_empty)", origin, n_empty)
     part = pa.table({"text": text, "key": label_keys(labels, origin, rows, config.label_names)})
@@ -237,7 +243,11 @@ def _divide(
     pooled = pa.concat_tables(tables.values())
     origin = parts["all"].origin if single else f"{config.source} (pooled)"
     chosen = stratified_split(pooled["label"].to_numpy(), config.split, seed)
-    return {name: pooled.take(pa.array(chosen[name])) for name in SPLITS}, {n: f"{origin}[{n}]" for n in SPLITS}
+    # A mask per split, not ``take``: filtering goes chunk by chunk and copies each text once.
+    masks = {name: np.zeros(len(pooled), dtype=bool) for name in SPLITS}
+    for name in SPLITS:
+        masks[name][chosen[name]] = True
+    return {name: pooled.filter(pa.array(masks[name])) for name in SPLITS}, {n: f"{origin}[{n}]" for n in SPLITS}
 
 
 def _relative(origin: str, source: str) -> str:

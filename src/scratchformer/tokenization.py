@@ -82,20 +82,23 @@ def encode_flat(tokenizer: PreTrainedTokenizerBase, texts, max_len: int, batch_s
     if backend.truncation is not None or backend.padding is not None:
         backend.no_truncation()  # what ``tokenizer(texts)`` itself does before encoding
         backend.no_padding()
-    chunks, lengths = [], []
+    # Room for every text at max_len; pages never written are never resident, and the
+    # result is a view of the filled part.
+    tokens = np.empty(len(texts) * max_len, dtype=dtype)
+    n_tokens = np.empty(len(texts), dtype=np.int64)
+    filled = 0
     for i in range(0, len(texts), batch_size):
         chunk = texts[i : i + batch_size]
         chunk = chunk.to_pylist() if hasattr(chunk, "to_pylist") else list(chunk)
         ids = [e.ids for e in backend.encode_batch_fast(chunk, add_special_tokens=True)]
         full_len = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         full = np.fromiter(itertools.chain.from_iterable(ids), dtype=dtype, count=int(full_len.sum()))
-        chunks.append(_truncate(full, full_len, max_len, tokenizer.sep_token_id))
-        lengths.append(full_len)
-    n_tokens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-    kept = np.minimum(n_tokens, max_len)
-    offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
-    tokens = np.concatenate(chunks) if chunks else np.zeros(0, dtype)
-    return FlatIds(tokens, offsets, n_tokens)
+        kept = _truncate(full, full_len, max_len, tokenizer.sep_token_id)
+        tokens[filled : filled + len(kept)] = kept
+        n_tokens[i : i + len(ids)] = full_len
+        filled += len(kept)
+    offsets = np.concatenate([[0], np.cumsum(np.minimum(n_tokens, max_len))]).astype(np.int64)
+    return FlatIds(tokens[:filled], offsets, n_tokens)
 
 
 def _truncate(full: np.ndarray, lengths: np.ndarray, max_len: int, sep_id: int) -> np.ndarray:

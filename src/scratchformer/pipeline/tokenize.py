@@ -30,7 +30,7 @@ def run(params: Params, raw_dir: Path, tokenized_dir: Path, tokenizer_dir: Path,
     }
     for name in SPLITS:
         table = pq.read_table(raw_dir / f"{name}.parquet", columns=["text", "label"])
-        flat = encode_flat(tokenizer, table["text"].combine_chunks(), max_len)
+        flat = encode_flat(tokenizer, table["text"], max_len)
         write_tokenized(tokenized_dir / name, flat, table["label"].to_numpy())
         meta["splits"][name] = token_stats(flat, max_len, tokenizer.unk_token_id)
         meta["token_dtype"] = str(flat.tokens.dtype)
