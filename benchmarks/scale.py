@@ -175,6 +175,7 @@ def main() -> None:
         return measure_child(args.command)
     if args.load_epoch:
         return load_one_epoch(args.load_epoch)
+    load = os.getloadavg()[0]  # other work on the machine slows every step; said beside the numbers
     results = []
     with tempfile.TemporaryDirectory(prefix="scale.") as work:
         for n in args.sizes:
@@ -183,12 +184,12 @@ def main() -> None:
     text = table(results)
     cpus = os.cpu_count()
     text += (
-        f"\n\nMeasured by `benchmarks/scale.py` on {cpus} {platform.machine()} CPU cores; "
-        "x = growth against the row above (10x the reviews)."
+        f"\n\nMeasured by `benchmarks/scale.py` on {cpus} {platform.machine()} CPU cores "
+        f"(load average {load:.1f} when it started); x = growth against the row above (10x the reviews)."
     )
     print(text)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"cpus": cpus, "results": results}, indent=2) + "\n", encoding="utf-8")
+    OUT.write_text(json.dumps({"cpus": cpus, "load": load, "results": results}, indent=2) + "\n", encoding="utf-8")
     if args.readme:
         write_readme(args.readme, text)
 
