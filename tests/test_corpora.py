@@ -148,6 +148,14 @@ def test_blank_text_stops_ingest_or_is_dropped_and_counted(tmp_path):
     assert not any(f["text"].str.strip().eq("").any() for f in frames(c).values())
 
 
+def test_unicode_spaces_are_trimmed_and_a_text_of_them_is_blank(tmp_path):
+    rows = [(0, "\u3000\u3000房间太脏。"), (1, "服务很好。\u3000"), (1, "\u00a0不错"), (0, "\u3000")] * 5
+    write_rows(tmp_path / "all.tsv", rows, "tsv")
+    c = corpus(tmp_path, split=SPLIT, drop_empty=True)
+    texts = set(pd.concat(frames(c).values())["text"])
+    assert texts == {"房间太脏。", "服务很好。", "不错"} and c.report["dropped_empty"] == {"all.tsv": 5}
+
+
 def test_dropping_blank_rows_keeps_row_numbers_of_later_errors(tmp_path):
     path = write_one_file_corpus(tmp_path / "reviews.csv", n=30, blank_rows=(2,))
     lines = path.read_text(encoding="utf-8").splitlines()

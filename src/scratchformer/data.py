@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid"), "test": ("test",)}
 TEXT_COLUMNS = ("text", "text_a", "review", "sentence")
+# Whitespace at either end of a text, Unicode's included (the ideographic space U+3000
+# pads many Chinese reviews): RE2's \s alone is ASCII only.
+_SPACE = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]"
+EDGE_SPACE = f"^{_SPACE}|{_SPACE}$"
 # How 🤗 datasets reads each file type. TSV quoting is off: reviews begin with or
 # contain '"', and a quote-aware reader silently merges such rows. NA detection is
 # off: a review reading "NA" or "null" is text, not a missing value.
@@ -198,7 +202,7 @@ def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
     text = table.column(0)
     if not pa.types.is_string(text.type) and not pa.types.is_large_string(text.type):
         raise DataError(f"{origin}: text column {text_col!r} holds {text.type}, not text")
-    if pc.any(pc.match_substring_regex(text, r"^\s|\s$")).as_py():  # copy the texts only if some need it
+    if pc.any(pc.match_substring_regex(text, EDGE_SPACE)).as_py():  # copy the texts only if some need it
         text = pc.utf8_trim_whitespace(text)
     # Row numbers in messages count data rows from 1, as a spreadsheet would.
     empty = pc.fill_null(pc.equal(pc.utf8_length(text), 0), True)
