@@ -1,7 +1,6 @@
 """DVC stage: fingerprint data.source and tokenizer.name (folder content hashes or resolved hub commits)."""
 
 import argparse
-import json
 import logging
 from pathlib import Path
 
@@ -16,15 +15,9 @@ def main() -> None:
     parser.add_argument("--tokenizer", type=Path, required=True)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    found = inputs.run(load_params(args.params), args.corpus, args.tokenizer)
-    print(
-        json.dumps(
-            {
-                k: {"source": v["source"], "files": len(v.get("files", {})) or None, "resolved": v.get("resolved")}
-                for k, v in found.items()
-            }
-        )
-    )
+    for key, found in inputs.run(load_params(args.params), args.corpus, args.tokenizer).items():
+        what = f"{len(found['files'])} files hashed" if "files" in found else f"commit {found['resolved']}"
+        print(f"{key}: {found['source']} ({what})")
 
 
 if __name__ == "__main__":
