@@ -77,12 +77,12 @@ def write_corpus(folder: Path, n: int, seed: int = 0) -> Path:
     return folder
 
 
-def measured(command: list[str], env: dict) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of ``command``, run through a fresh measuring process."""
+def measured(command: list[str], env: dict) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and peak RSS (bytes) of ``command``, run through a fresh measuring process."""
     probe = [sys.executable, __file__, "--measure", "--", *command]
     out = subprocess.run(probe, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    return result["seconds"], result["peak_rss"]
+    return result["seconds"], result["cpu_seconds"], result["peak_rss"]
 
 
 def measure_child(command: list[str]) -> None:
@@ -90,8 +90,9 @@ def measure_child(command: list[str]) -> None:
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    print(json.dumps({"seconds": seconds, "peak_rss": peak}))
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    print(json.dumps({"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss": peak}))
 
 
 def load_one_epoch(tokenized: str) -> None:
@@ -120,12 +121,15 @@ def run_size(n: int, work: Path) -> dict:
     tokenize = [sys.executable, "-m", "stages.tokenize", *params, "--inputs", str(inputs / "tokenizer.json")]
     tokenize += ["--raw", str(folder / "raw"), "--out", str(folder / "tokenized")]
     tokenize += ["--tokenizer-out", str(folder / "tokenizer")]
-    d_s, d_rss = measured(download, env)
-    t_s, t_rss = measured(tokenize, env)
-    l_s, l_rss = measured([sys.executable, __file__, "--load-epoch", str(folder / "tokenized")], env)
+    load = os.getloadavg()[0]
+    d_s, d_cpu, d_rss = measured(download, env)
+    t_s, t_cpu, t_rss = measured(tokenize, env)
+    l_s, _, l_rss = measured([sys.executable, __file__, "--load-epoch", str(folder / "tokenized")], env)
     return {
         "rows": n,
+        "load_average": round(load, 1),  # other work on the machine slows every step
         "ingest_seconds": round(d_s + t_s, 1),
+        "ingest_cpu_seconds": round(d_cpu + t_cpu, 1),
         "ingest_peak_rss_mib": round(max(d_rss, t_rss) / 2**20),
         "download_seconds": round(d_s, 1),
         "tokenize_seconds": round(t_s, 1),
@@ -136,9 +140,9 @@ def run_size(n: int, work: Path) -> dict:
 
 def table(results: list[dict]) -> str:
     lines = [
-        "| reviews | download + tokenize, s | peak RSS, MiB | x time | x memory | epoch of batches, s | peak RSS, MiB "
-        "| x time | x memory |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| reviews | load average | download + tokenize, s | CPU s | peak RSS, MiB | x time | x CPU | x memory "
+        "| epoch of batches, s | peak RSS, MiB | x time | x memory |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(results):
         prev = results[i - 1] if i else None
@@ -147,7 +151,8 @@ def table(results: list[dict]) -> str:
             return f"{r[key] / prev[key]:.1f}" if prev and prev[key] else "—"
 
         lines.append(
-            f"| {r['rows']:,} | {r['ingest_seconds']} | {r['ingest_peak_rss_mib']} | {ratio('ingest_seconds')} "
+            f"| {r['rows']:,} | {r['load_average']} | {r['ingest_seconds']} | {r['ingest_cpu_seconds']} "
+            f"| {r['ingest_peak_rss_mib']} | {ratio('ingest_seconds')} | {ratio('ingest_cpu_seconds')} "
             f"| {ratio('ingest_peak_rss_mib')} | {r['epoch_load_seconds']} | {r['epoch_load_peak_rss_mib']} "
             f"| {ratio('epoch_load_seconds')} | {ratio('epoch_load_peak_rss_mib')} |"
         )
@@ -175,7 +180,6 @@ def main() -> None:
         return measure_child(args.command)
     if args.load_epoch:
         return load_one_epoch(args.load_epoch)
-    load = os.getloadavg()[0]  # other work on the machine slows every step; said beside the numbers
     results = []
     with tempfile.TemporaryDirectory(prefix="scale.") as work:
         for n in args.sizes:
@@ -184,12 +188,13 @@ def main() -> None:
     text = table(results)
     cpus = os.cpu_count()
     text += (
-        f"\n\nMeasured by `benchmarks/scale.py` on {cpus} {platform.machine()} CPU cores "
-        f"(load average {load:.1f} when it started); x = growth against the row above (10x the reviews)."
+        f"\n\nMeasured by `benchmarks/scale.py` on {cpus} {platform.machine()} CPU cores; load average: of the "
+        "machine when the row started (other work slows the wall time, less the CPU time); "
+        "x = growth against the row above (10x the reviews)."
     )
     print(text)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"cpus": cpus, "load": load, "results": results}, indent=2) + "\n", encoding="utf-8")
+    OUT.write_text(json.dumps({"cpus": cpus, "results": results}, indent=2) + "\n", encoding="utf-8")
     if args.readme:
         write_readme(args.readme, text)
 
