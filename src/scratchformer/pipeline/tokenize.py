@@ -11,7 +11,14 @@ from scratchformer.config import Params
 from scratchformer.data import SPLITS
 from scratchformer.files import write_json
 from scratchformer.labels import Classes
-from scratchformer.tokenization import encode_flat, load_tokenizer, save_tokenizer, token_stats, write_tokenized
+from scratchformer.tokenization import (
+    encode_flat,
+    load_tokenizer,
+    save_tokenizer,
+    token_dtype,
+    token_stats,
+    write_tokenized,
+)
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +32,7 @@ def run(params: Params, raw_dir: Path, tokenized_dir: Path, tokenizer_dir: Path,
         "vocab_size": len(tokenizer),
         "pad_id": tokenizer.pad_token_id,
         "max_len": max_len,
+        "token_dtype": str(token_dtype(len(tokenizer))),  # uint16 while the vocabulary fits
         "class_names": classes.names,
         "splits": {},
     }
@@ -33,7 +41,6 @@ def run(params: Params, raw_dir: Path, tokenized_dir: Path, tokenizer_dir: Path,
         flat = encode_flat(tokenizer, table["text"], max_len)
         write_tokenized(tokenized_dir / name, flat, table["label"].to_numpy())
         meta["splits"][name] = token_stats(flat, max_len, tokenizer.unk_token_id)
-        meta["token_dtype"] = str(flat.tokens.dtype)
         log.info("%s: %s", name, meta["splits"][name])
     save_tokenizer(tokenizer, tokenizer_dir)
     write_json(tokenized_dir / "meta.json", meta)
