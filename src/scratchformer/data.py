@@ -24,27 +24,16 @@ import pyarrow.parquet as pq
 from scratchformer.config import DataConfig
 from scratchformer.corpus import leakage, stratified_split
 from scratchformer.files import write_atomic, write_json
-from scratchformer.hub import check_hub_reachable, is_local
 from scratchformer.labels import Classes, DataError, label_keys
+from scratchformer.sources import SPLITS, read_source
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "validation", "test")
-SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid"), "test": ("test",)}
 TEXT_COLUMNS = ("text", "text_a", "review", "sentence")
 # Whitespace at either end of a text, Unicode's included (the ideographic space U+3000
 # pads many Chinese reviews): RE2's \s alone is ASCII only.
 _SPACE = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]"
 EDGE_SPACE = f"^{_SPACE}|{_SPACE}$"
-# How 🤗 datasets reads each file type. TSV quoting is off: reviews begin with or
-# contain '"', and a quote-aware reader silently merges such rows. NA detection is
-# off: a review reading "NA" or "null" is text, not a missing value.
-READERS = {
-    ".tsv": ("csv", {"delimiter": "\t", "quoting": 3, "na_filter": False}),
-    ".csv": ("csv", {"na_filter": False}),
-    ".parquet": ("parquet", {}),
-    ".jsonl": ("json", {}),
-}
 
 
 @dataclass(frozen=True)
@@ -78,12 +67,7 @@ class _Part:
 
 def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) -> Corpus:
     """Read ``config.source``, check every row, find the classes, split if asked, count leakage."""
-    if is_local(config.source):
-        if revision:
-            log.warning("data.revision=%s is ignored: %s is a local folder", revision, config.source)
-        raw = _read_local(Path(config.source).expanduser())
-    else:
-        raw = _read_hub(config.source, revision)
+    raw = read_source(config.source, revision)
     parts = {name: _check_rows(ds, origin, config) for name, (ds, origin) in raw.items()}
     classes = Classes.from_keys({p.origin: p.table["key"] for p in parts.values()}, config.label_names)
     tables, origins = _divide(parts, classes, config, seed)
@@ -137,54 +121,6 @@ def write_splits(splits: list[Split], out_dir: str | Path) -> None:
 
 def read_split(raw_dir: str | Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(Path(raw_dir) / f"{name}.parquet")
-
-
-def _read_hub(repo_id: str, revision: str | None) -> dict[str, tuple[datasets.Dataset, str]]:
-    check_hub_reachable(repo_id, "data.source")
-    loaded = datasets.load_dataset(repo_id, revision=revision)
-    found = {}
-    for split in SPLITS:
-        name = next((a for a in SPLIT_ALIASES[split] if a in loaded), None)
-        if name is None:
-            break
-        found[split] = (loaded[name], f"{repo_id}[{name}]")
-    else:
-        return found
-    if len(loaded) == 1:
-        (name,) = loaded
-        return {"all": (loaded[name], f"{repo_id}[{name}]")}
-    raise DataError(f"{repo_id}: no {split} split (has {', '.join(loaded)})")
-
-
-def _read_local(folder: Path) -> dict[str, tuple[datasets.Dataset, str]]:
-    files = sorted(p for p in folder.iterdir() if p.suffix in READERS and p.is_file() and not p.name.startswith("."))
-    found = {}
-    for split in SPLITS:
-        candidates = [folder / f"{a}{ext}" for a in SPLIT_ALIASES[split] for ext in READERS]
-        path = next((p for p in candidates if p.is_file()), None)
-        if path is None:
-            if len(files) == 1:  # a one-file corpus, divided by data.split
-                return {"all": (_read_file(files[0]), str(files[0]))}
-            wanted = ", ".join(f"{a}.{{tsv,csv,parquet,jsonl}}" for a in SPLIT_ALIASES[split])
-            raise DataError(f"{folder}: no {split} split (looked for {wanted}), and not a one-file corpus")
-        found[split] = (_read_file(path), str(path))
-    return found
-
-
-def _read_file(path: Path) -> datasets.Dataset:
-    builder, options = READERS[path.suffix]
-    ds = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
-    if path.suffix == ".tsv":
-        _check_line_count(path, len(ds))
-    return ds
-
-
-def _check_line_count(path: Path, rows: int) -> None:
-    """A TSV has one record per line: any other count means rows were merged or lost."""
-    with path.open(encoding="utf-8") as f:
-        lines = sum(1 for line in f if line.strip()) - 1  # minus the header
-    if rows != lines:
-        raise DataError(f"{path}: read {rows} rows but the file has {lines} data lines")
 
 
 def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
