@@ -83,7 +83,7 @@ def samples_per_second(model: nn.Module, batch_list: list[tuple], warmup: int = 
 def encoder_comparison(steps: int, batch: int) -> None:
     print("1. hand-written encoder vs nn.TransformerEncoderLayer (training samples/s, full-length batches)")
     for T in (64, 256):
-        config = ModelConfig(max_len=T)
+        config = ModelConfig(max_len=T, num_classes=2)
         g = torch.Generator().manual_seed(0)
         data = [
             (torch.randint(1, VOCAB, (batch, T), generator=g), torch.randint(0, 2, (batch,), generator=g))
@@ -108,8 +108,8 @@ def padding_comparison(steps: int, batch: int) -> None:
     max_len = 256
     texts = pd.read_parquet(raw)["text"].tolist()
     ids = encode(load_tokenizer(str(tok)), texts, max_len)["input_ids"]
-    split = TokenizedSplit([torch.tensor(x) for x in ids], torch.zeros(len(ids), dtype=torch.long))
-    config = ModelConfig(max_len=max_len)
+    split = TokenizedSplit.from_sequences(ids, torch.zeros(len(ids), dtype=torch.long))
+    config = ModelConfig(max_len=max_len, num_classes=2)
     dynamic = list(batches(split, batch, 0, torch.Generator().manual_seed(0)))[: steps + 3]
     fixed = [(F.pad(x, (0, max_len - x.size(1))), y) for x, y in dynamic]
     bucketed = list(batches(split, batch, 0, torch.Generator().manual_seed(0), bucket=True))[: steps + 3]

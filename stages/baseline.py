@@ -11,8 +11,8 @@ from scratchformer.pipeline import baseline
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--raw", type=Path, default=Path("data/raw"))
-    parser.add_argument("--metrics", type=Path, default=Path("metrics/baseline.json"))
+    parser.add_argument("--raw", type=Path, required=True)
+    parser.add_argument("--metrics", type=Path, required=True)
     args = parser.parse_args()
     print(json.dumps(baseline.run(load_params(args.params), args.raw, args.metrics), indent=2))
 

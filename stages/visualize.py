@@ -12,10 +12,11 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--live", type=Path, required=True)
     parser.add_argument("--snapshots", type=Path, required=True)
+    parser.add_argument("--confusion", type=Path, required=True)
     parser.add_argument("--images", type=Path, required=True)
     parser.add_argument("--weights", type=Path, required=True)
     args = parser.parse_args()
-    visualize.run(load_params(args.params), args.live, args.snapshots, args.images, args.weights)
+    visualize.run(load_params(args.params), args.live, args.snapshots, args.confusion, args.images, args.weights)
     print(f"pictures in {args.images}/")
 
 

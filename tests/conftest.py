@@ -1,6 +1,6 @@
 import pytest
 import torch
-from fixtures import write_corpus, write_tokenizer
+from fixtures import LABEL_NAMES, write_corpus, write_tokenizer
 
 
 @pytest.fixture(scope="session")
@@ -8,7 +8,7 @@ def trained(tmp_path_factory):
     """A tiny classifier trained one epoch on the fixture corpus: (model path, tokenizer dir)."""
     from scratchformer.checkpoint import save_checkpoint
     from scratchformer.config import DataConfig, ModelConfig, TrainConfig
-    from scratchformer.data import load_splits
+    from scratchformer.data import load_corpus
     from scratchformer.model import TransformerClassifier
     from scratchformer.tokenization import TokenizedSplit, encode, load_tokenizer, save_tokenizer
     from scratchformer.training import fit, seed_everything
@@ -16,14 +16,17 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("trained")
     tokenizer = load_tokenizer(str(write_tokenizer(root / "vocab")))
     save_tokenizer(tokenizer, root / "tokenizer")
-    splits = {s.name: s.frame for s in load_splits(DataConfig(source=str(write_corpus(root / "corpus"))))}
+    corpus = load_corpus(DataConfig(source=str(write_corpus(root / "corpus")), label_names=LABEL_NAMES))
+    splits = {s.name: s.frame for s in corpus.splits}
 
     def tokenized(frame):
         ids = encode(tokenizer, frame["text"].tolist(), 24)["input_ids"]
-        return TokenizedSplit([torch.tensor(x) for x in ids], torch.tensor(frame["label"].tolist()))
+        return TokenizedSplit.from_sequences(ids, frame["label"].tolist())
 
     seed_everything(0)
-    config = ModelConfig(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32, dropout=0.0)
+    config = ModelConfig(
+        d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32, dropout=0.0, num_classes=len(corpus.classes)
+    )
     model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
     fit(
         model,
@@ -33,5 +36,5 @@ def trained(tmp_path_factory):
         0,
         torch.device("cpu"),
     )
-    save_checkpoint(root / "model.pt", model, tokenizer_max_len=24)
+    save_checkpoint(root / "model.pt", model, tokenizer_max_len=24, class_names=corpus.classes.names)
     return root / "model.pt", root / "tokenizer"

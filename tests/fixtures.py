@@ -11,11 +11,14 @@ SUBJECTS = ["房间", "服务", "酒店", "早餐", "位置", "电脑", "屏幕"
 POSITIVE = ["很好", "不错", "干净", "满意", "喜欢", "方便", "漂亮"]
 NEGATIVE = ["很差", "太脏", "失望", "糟糕", "太吵", "难用", "太贵"]
 FILLERS = ["也", "真的", "确实", "总体", "感觉", "还是"]
+NEUTRAL = ["一般", "还行", "凑合", "普通"]
+LABEL_NAMES = {0: "negative", 1: "positive"}  # ChnSentiCorp's names, given as data.label_names
+STARS = {"差评": NEGATIVE, "中评": NEUTRAL, "好评": POSITIVE}  # three classes with text labels
 
 
 def write_tokenizer(folder: Path) -> Path:
     """A BERT-style WordPiece tokenizer over the characters the fixture corpus uses."""
-    chars = sorted({c for w in SUBJECTS + POSITIVE + NEGATIVE + FILLERS + ["，。但是"] for c in w})
+    chars = sorted({c for w in SUBJECTS + POSITIVE + NEGATIVE + NEUTRAL + FILLERS + ["，。但是"] for c in w})
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "vocab.txt").write_text("\n".join(SPECIAL + chars) + "\n", encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(
@@ -66,3 +69,22 @@ def write_rows(path: Path, rows: list[tuple], fmt: str, text_column: str = "text
         frame.to_json(path, orient="records", lines=True, force_ascii=False)
     else:
         raise ValueError(fmt)
+
+
+def write_one_file_corpus(path: Path, n: int = 450, blank_rows: tuple[int, ...] = (), seed: int = 7) -> Path:
+    """One ``label,review`` CSV with the text labels of :data:`STARS`, in turn; ``blank_rows`` (from 1) empty."""
+    rng = random.Random(seed)
+    names = list(STARS)
+    rows = []
+    for i in range(n):
+        label = names[i % len(names)]
+        words = STARS[label]
+        text = f"{rng.choice(SUBJECTS)}{rng.choice(FILLERS)}{rng.choice(words)}"
+        if rng.random() < 0.5:
+            text += f"，{rng.choice(SUBJECTS)}{rng.choice(words)}"
+        rows.append((label, text + "。"))
+    for row in blank_rows:
+        rows[row - 1] = (rows[row - 1][0], "  ")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_rows(path, rows, "csv", text_column="review")
+    return path

@@ -23,7 +23,7 @@ MAX_LEN = 32
 
 def make(**overrides):
     torch.manual_seed(0)
-    config = dataclasses.replace(ModelConfig(max_len=MAX_LEN), **overrides)
+    config = dataclasses.replace(ModelConfig(num_classes=2, max_len=MAX_LEN), **overrides)
     return TransformerClassifier(config, vocab_size=VOCAB).eval()
 
 

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 import torch
-from fixtures import write_corpus, write_rows, write_tokenizer
+from fixtures import LABEL_NAMES, write_corpus, write_rows, write_tokenizer
 
 from scratchformer.config import DataConfig
 from scratchformer.data import DataError, load_splits, write_splits
@@ -43,8 +43,8 @@ def test_text_column_aliases(tmp_path, column):
 
 def test_explicit_text_column(tmp_path):
     for name in ("train", "dev", "test"):
-        write_rows(tmp_path / f"{name}.tsv", [(1, "很好")], "tsv", text_column="content")
-    assert load(tmp_path, text_column="content")["train"]["text"].tolist() == ["很好"]
+        write_rows(tmp_path / f"{name}.tsv", [(1, "很好"), (0, "很差")], "tsv", text_column="content")
+    assert load(tmp_path, text_column="content")["train"]["text"].tolist() == ["很好", "很差"]
 
 
 def test_text_that_looks_like_missing_value_is_kept(tmp_path):
@@ -80,11 +80,13 @@ def replace_line(path, index, line):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def test_bad_label_names_file_and_row(tmp_path):
+def test_label_without_a_name_names_file_and_row(tmp_path):
     write_corpus(tmp_path)
     replace_line(tmp_path / "dev.tsv", 3, "2\t还行吧。")
-    with pytest.raises(DataError, match=r"dev\.tsv: row 3 has label 2; expected 0 or 1"):
-        load(tmp_path)
+    with pytest.raises(
+        DataError, match=r"dev\.tsv: row 3 has label 2, which data.label_names does not name \(\[0, 1\]\)"
+    ):
+        load(tmp_path, label_names=LABEL_NAMES)
 
 
 def test_empty_text_names_file_and_row(tmp_path):
@@ -143,7 +145,7 @@ def test_local_tokenizer_and_encoding(tmp_path):
 
 def test_batches_pad_to_their_own_longest_and_cover_everything():
     lengths = (3, 7, 2, 5, 4)
-    split = TokenizedSplit([torch.arange(1, n + 1) for n in lengths], torch.tensor(lengths) % 2)
+    split = TokenizedSplit.from_sequences([torch.arange(1, n + 1) for n in lengths], torch.tensor(lengths) % 2)
     seen = []
     for ids, labels in batches(split, 2, pad_id=0, generator=torch.Generator().manual_seed(0), bucket=True):
         real = (ids != 0).sum(1)

@@ -13,7 +13,7 @@ VOCAB = 50
 
 def make(**overrides):
     torch.manual_seed(0)
-    config = dataclasses.replace(ModelConfig(max_len=32), **overrides)
+    config = dataclasses.replace(ModelConfig(max_len=32, num_classes=2), **overrides)
     return TransformerClassifier(config, vocab_size=VOCAB).eval()
 
 

@@ -46,13 +46,14 @@ def make_project(repo: Path, n_layers: int = 2, **train) -> dict:
     write_tokenizer(repo / "vocab")
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"]["source"] = "corpus"
-    params["tokenizer"] = {"name": "vocab", "max_len": 32}  # == model.max_len, as in the defaults
+    params["tokenizer"].update(name="vocab", max_len=32)  # == model.max_len, as in the defaults
     params["model"].update(d_model=32, n_heads=2, n_layers=n_layers, ff_dim=64, max_len=32)
     params["train"].update({"epochs": 1, "batch_size": 16, **train})
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5
     write_params(repo, params)
-    (repo / ".gitignore").write_text("/corpus\n/vocab\n/review\n")
+    # The corpus and tokenizer folders are committed, so queued experiments' copies and clones have them too.
+    (repo / ".gitignore").write_text("/review\n")
     run(["git", "init", "-q", "-b", "main"], repo)
     run(["git", "config", "user.email", "test@example.com"], repo)
     run(["git", "config", "user.name", "test"], repo)
@@ -104,7 +105,11 @@ def test_repro_writes_every_output(repo):
     steps = pd.read_csv(repo / "dvclive" / "plots" / "metrics" / "step" / "grad_norm.tsv", sep="\t")
     assert len(steps) == 15  # 240 examples / batch 16
     confusion = json.loads((repo / "plots" / "confusion" / "test.json").read_text())
-    assert len(confusion) == 60 and set(confusion[0]) == {"actual", "predicted"}
+    assert confusion["classes"] == ["negative", "positive"]  # data.label_names
+    assert sum(map(sum, confusion["counts"])) == 60  # counts, not one row per example
+    assert set(evaluation["test"]["per_class"]) == {"negative", "positive"}
+    data = json.loads((repo / "metrics" / "data.json").read_text())["data"]
+    assert data["rows"] == {"train": 240, "validation": 60, "test": 60} and data["split"] is None
 
 
 def test_metrics_and_plots_commands_work(repo):
@@ -115,7 +120,8 @@ def test_metrics_and_plots_commands_work(repo):
 
 def test_second_repro_is_a_no_op(repo):
     out = run(["dvc", "repro"], repo)
-    assert "Running stage" not in out
+    # Only the input fingerprints are taken again (always_changed); they match, so nothing else runs.
+    assert [line for line in out.splitlines() if "Running stage" in line] == ["Running stage 'inputs':"]
 
 
 def test_same_params_give_identical_results(repo):

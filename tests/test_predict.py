@@ -5,7 +5,6 @@ import torch
 
 from scratchformer.checkpoint import load_checkpoint
 from scratchformer.cli import main
-from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.predict import Predictor
 from scratchformer.tokenization import load_tokenizer
 
@@ -16,11 +15,12 @@ def test_predicts_the_fixture_sentiment(trained):
     out = Predictor(model, tokenizer).predict(texts)
     assert [p.label for p in out] == ["positive", "negative"]
     # The probabilities are the model's softmax, and the label is the class that has the most of it.
-    network, _ = load_checkpoint(model)
+    network, info = load_checkpoint(model)
+    names = info["class_names"]
     ids = load_tokenizer(str(tokenizer))(texts, padding=True, return_tensors="pt")["input_ids"]
     expected = network(ids).softmax(-1)
     for p, row in zip(out, expected, strict=True):
-        assert [p.probabilities[name] for name in CLASS_NAMES] == pytest.approx(
+        assert [p.probabilities[name] for name in names] == pytest.approx(
             row.tolist(), abs=5e-5
         )  # printed to 4 decimals
         assert p.probability == max(p.probabilities.values()) and p.probabilities[p.label] == p.probability
@@ -90,6 +90,7 @@ def test_an_ensemble_checkpoint_predicts_the_mean_probability(trained, tmp_path)
 
     model_path, tokenizer = trained
     single, info = load_checkpoint(model_path)
+    names = info["class_names"]
     other, _ = load_checkpoint(model_path)
     torch.manual_seed(0)
     with torch.no_grad():  # a second, different member
@@ -103,7 +104,7 @@ def test_an_ensemble_checkpoint_predicts_the_mean_probability(trained, tmp_path)
     assert (p_single - p_other).abs().max() > 0.01  # the members disagree
     mean = (p_single + p_other) / 2  # log(mean probability), by hand
     for p, row in zip(together, mean, strict=True):
-        assert [p.probabilities[name] for name in CLASS_NAMES] == pytest.approx(
+        assert [p.probabilities[name] for name in names] == pytest.approx(
             row.tolist(), abs=5e-5
         )  # printed to 4 decimals
-        assert p.label == CLASS_NAMES[int(row.argmax())]
+        assert p.label == names[int(row.argmax())]

@@ -25,7 +25,7 @@ def test_masking_follows_the_80_10_10_rule():
 
 
 def test_mlm_head_ties_the_embedding():
-    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, max_len=16), vocab_size=50)
+    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, max_len=16, num_classes=2), vocab_size=50)
     head = MaskedLMHead(model.embed)
     assert head.embedding.weight is model.embed.weight
     assert head(torch.randn(7, 16)).shape == (7, 50)
@@ -38,12 +38,12 @@ def corpus(n=64):
         torch.cat([torch.tensor([2]), (torch.arange(10) + s) % 40 + 5, torch.tensor([3])])
         for s in torch.randint(0, 40, (n,), generator=g)
     ]
-    return TokenizedSplit(ids, torch.zeros(n, dtype=torch.long))
+    return TokenizedSplit.from_sequences(ids, torch.zeros(n, dtype=torch.long))
 
 
 def test_pretraining_learns_the_corpus_and_round_trips(tmp_path):
     torch.manual_seed(0)
-    config = ModelConfig(d_model=32, n_heads=2, n_layers=2, ff_dim=64, max_len=16, dropout=0.0)
+    config = ModelConfig(d_model=32, n_heads=2, n_layers=2, ff_dim=64, max_len=16, dropout=0.0, num_classes=2)
     model = TransformerClassifier(config, vocab_size=50)
     short = pretrain(model, corpus(256), PretrainConfig(epochs=1, batch_size=16, lr=1e-2), [0, 2, 3], 4, 0, "cpu")
     longer = pretrain(model, corpus(256), PretrainConfig(epochs=20, batch_size=16, lr=1e-2), [0, 2, 3], 4, 0, "cpu")
@@ -55,6 +55,8 @@ def test_pretraining_learns_the_corpus_and_round_trips(tmp_path):
     assert torch.equal(fresh.embed.weight, model.embed.weight)
     save_no_pretraining(tmp_path / "none.pt")
     assert not load_pretrained(fresh, tmp_path / "none.pt")
-    other = TransformerClassifier(ModelConfig(d_model=32, n_heads=4, n_layers=2, ff_dim=64, max_len=16), 50)
+    other = TransformerClassifier(
+        ModelConfig(d_model=32, n_heads=4, n_layers=2, ff_dim=64, max_len=16, num_classes=2), 50
+    )
     with pytest.raises(ValueError, match="pretrained with"):
         load_pretrained(other, tmp_path / "pre.pt")

@@ -64,7 +64,9 @@ def test_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
 
 def test_checkpoint_round_trip(tmp_path):
     torch.manual_seed(0)
-    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, max_len=16, pooling="attention"), 30).eval()
+    model = TransformerClassifier(
+        ModelConfig(d_model=16, n_heads=2, max_len=16, pooling="attention", num_classes=2), 30
+    ).eval()
     save_checkpoint(tmp_path / "m.pt", model, epoch=3)
     loaded, info = load_checkpoint(tmp_path / "m.pt")
     ids = torch.randint(1, 30, (2, 9))
@@ -94,12 +96,14 @@ def test_drop_tokens_hides_a_share_of_tokens_but_never_the_first():
 
 def _tiny_run(ema_decay):
     g = torch.Generator().manual_seed(0)
-    split = TokenizedSplit(
+    split = TokenizedSplit.from_sequences(
         [torch.randint(1, 30, (int(n),), generator=g) for n in torch.randint(3, 12, (40,), generator=g)],
         torch.randint(0, 2, (40,), generator=g),
     )
     torch.manual_seed(0)
-    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16), 30)
+    model = TransformerClassifier(
+        ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, num_classes=2), 30
+    )
     trajectory, handed = [], []
     fit(
         model,
@@ -136,12 +140,14 @@ def _split(n, seed, vocab=30, flip=False):
         x = torch.randint(1, 3, (int(torch.randint(4, 12, (1,), generator=g)),), generator=g)
         ids.append(x)
         labels.append(int((x == 1).sum() > (x == 2).sum()) ^ int(flip))
-    return TokenizedSplit(ids, torch.tensor(labels))
+    return TokenizedSplit.from_sequences(ids, labels)
 
 
 def _model():
     torch.manual_seed(0)
-    return TransformerClassifier(ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16), 30)
+    return TransformerClassifier(
+        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16), 30
+    )
 
 
 def test_a_non_finite_loss_stops_training_and_names_where(monkeypatch):
@@ -194,6 +200,7 @@ def test_select_keeps_the_epoch_of_the_chosen_metric():
 def test_weight_decay_reaches_linear_weights_only():
     model = TransformerClassifier(
         ModelConfig(
+            num_classes=2,
             d_model=16,
             n_heads=2,
             n_layers=1,
@@ -249,7 +256,7 @@ def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
 
     def model():
         torch.manual_seed(0)
-        config_ = ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.2)
+        config_ = ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.2)
         return TransformerClassifier(config_, 30)
 
     states = []

@@ -38,13 +38,49 @@ def _require(ok: bool, key: str, value: Any, why: str) -> None:
 @dataclass(frozen=True)
 class DataConfig:
     source: str = "lansinuote/ChnSentiCorp"  # a hub dataset id or a local folder
+    revision: str | None = None  # hub only: a commit, tag or branch; None = the newest, recorded when read
     text_column: str | None = None  # None: the first of text, text_a, review, sentence
     label_column: str = "label"
+    label_names: dict[int, str] | None = None  # integer label -> class name; None: the labels themselves
+    split: tuple[float, ...] | None = None  # train/validation/test fractions for a one-file corpus
+    resplit: bool = False  # with split: also divide a corpus that has its own splits (all rows pooled)
+    drop_empty: bool = False  # drop blank texts (counted) instead of stopping at the first
+    dedupe: bool = False  # remove from train the texts that also appear in validation or test
+
+    def __post_init__(self) -> None:
+        if self.split is not None:
+            fractions = self.split
+            _require(
+                isinstance(fractions, (list, tuple))
+                and len(fractions) == 3
+                and all(isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in fractions),
+                "data.split",
+                fractions,
+                "must be three fractions > 0 (train, validation, test), e.g. [0.8, 0.1, 0.1]",
+            )
+            _require(abs(sum(fractions) - 1) < 1e-9, "data.split", fractions, "must sum to 1")
+            object.__setattr__(self, "split", tuple(float(f) for f in fractions))
+        _require(not self.resplit or self.split is not None, "data.resplit", self.resplit, "needs data.split fractions")
+        if self.label_names is not None:
+            names = self.label_names
+            _require(isinstance(names, dict) and bool(names), "data.label_names", names, "must map labels to names")
+            for key, name in names.items():
+                _require(
+                    isinstance(key, int) and not isinstance(key, bool),
+                    f"data.label_names.{key}",
+                    key,
+                    "must be an integer label",
+                )
+                _require(
+                    isinstance(name, str) and bool(name.strip()), f"data.label_names.{key}", name, "must be a name"
+                )
+            _require(len(set(names.values())) == len(names), "data.label_names", names, "gives two labels one name")
 
 
 @dataclass(frozen=True)
 class TokenizerConfig:
     name: str = "bert-base-chinese"  # a hub id or a local folder
+    revision: str | None = None  # hub only: a commit, tag or branch; None = the newest, recorded when read
     max_len: int = 64  # tokens per text, [CLS] and [SEP] included
 
     def __post_init__(self) -> None:
@@ -59,7 +95,7 @@ class ModelConfig:
     ff_dim: int = 128
     dropout: float = 0.1
     max_len: int = 64  # size of the positional table: the longest sequence accepted
-    num_classes: int = 2
+    num_classes: int | None = None  # None: as many as the data has; set, it must match the data
     pooling: Literal["mean", "cls", "attention"] = "mean"
     positional: Literal["sinusoidal", "learned", "rope"] = "sinusoidal"
     norm: Literal["pre", "post"] = "pre"
@@ -79,7 +115,8 @@ class ModelConfig:
         if self.positional == "rope":
             _require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         _require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
-        _require(self.num_classes >= 2, "model.num_classes", self.num_classes, "must be >= 2")
+        if self.num_classes is not None:
+            _require(self.num_classes >= 2, "model.num_classes", self.num_classes, "must be >= 2")
         _require(
             self.max_len <= MAX_POSITIONS,
             "model.max_len",
@@ -90,6 +127,16 @@ class ModelConfig:
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    def for_classes(self, class_names: list[str]) -> ModelConfig:
+        """This config with its output size set to the data's classes (checked if the params set one)."""
+        k = len(class_names)
+        if self.num_classes is not None and self.num_classes != k:
+            raise ConfigError(
+                f"model.num_classes={self.num_classes} but the data has {k} classes ({', '.join(class_names)}); "
+                "remove model.num_classes to take it from the data"
+            )
+        return dataclasses.replace(self, num_classes=k)
 
 
 @dataclass(frozen=True)

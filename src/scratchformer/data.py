@@ -1,108 +1,130 @@
 """Ingest: bring a labelled corpus from the hub or a local folder into one shape.
 
-Whatever the source, the result is three pandas frames (train, validation, test)
-with columns ``text`` (str) and ``label`` (int 0/1). 🤗 datasets reads both
-kinds of source. Nothing is dropped silently: any row that cannot be used stops
-the stage with a message naming the file and the row.
+Whatever the source, the result is three tables (train, validation, test) with
+columns ``text`` (str) and ``label`` (int class id), and the class names those ids
+stand for. 🤗 datasets reads both kinds of source; the checks run on its Arrow
+columns, so a million reviews never become a million Python objects. Nothing is
+dropped silently: a row that cannot be used stops the stage with a message naming
+the file and the row, unless a param says to drop it, and then it is counted.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from scratchformer.config import DataConfig
-from scratchformer.files import write_atomic
-from scratchformer.hub import check_hub_reachable, is_local
+from scratchformer.corpus import leakage, stratified_split
+from scratchformer.files import write_atomic, write_json
+from scratchformer.labels import Classes, DataError, label_keys
+from scratchformer.sources import SPLITS, read_source
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "validation", "test")
-SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid"), "test": ("test",)}
 TEXT_COLUMNS = ("text", "text_a", "review", "sentence")
-# How 🤗 datasets reads each file type. TSV quoting is off: reviews begin with or
-# contain '"', and a quote-aware reader silently merges such rows. NA detection is
-# off: a review reading "NA" or "null" is text, not a missing value.
-READERS = {
-    ".tsv": ("csv", {"delimiter": "\t", "quoting": 3, "na_filter": False}),
-    ".csv": ("csv", {"na_filter": False}),
-    ".parquet": ("parquet", {}),
-    ".jsonl": ("json", {}),
-}
-
-
-class DataError(ValueError):
-    """The corpus cannot be used as it is; the message says where and why."""
+# Whitespace at either end of a text, Unicode's included (the ideographic space U+3000
+# pads many Chinese reviews): RE2's \s alone is ASCII only.
+_SPACE = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]"
+EDGE_SPACE = f"^{_SPACE}|{_SPACE}$"
 
 
 @dataclass(frozen=True)
 class Split:
     name: str
-    frame: pd.DataFrame  # columns text (str), label (int)
+    table: pa.Table  # columns text (string), label (int64 class id)
     origin: str  # the file (or hub split) it came from, for messages
 
+    @property
+    def frame(self) -> pd.DataFrame:
+        return self.table.to_pandas()
 
-def load_splits(config: DataConfig) -> list[Split]:
-    """Read train/validation/test from ``config.source`` and validate every row."""
-    if is_local(config.source):
-        raw = _read_local(Path(config.source).expanduser())
-    else:
-        raw = _read_hub(config.source)
-    return [_normalise(name, ds, origin, config) for name, (ds, origin) in raw.items()]
+
+@dataclass(frozen=True)
+class Corpus:
+    """The three splits, their classes, and what ingest did on the way (for the record)."""
+
+    splits: list[Split]
+    classes: Classes
+    report: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One file (or hub split) after its columns and rows were checked."""
+
+    table: pa.Table  # text (string, stripped), key (the label, as int64 or string)
+    origin: str
+    dropped_empty: int
+
+
+def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) -> Corpus:
+    """Read ``config.source``, check every row, find the classes, split if asked, count leakage."""
+    raw = read_source(config.source, revision)
+    parts = {name: _check_rows(ds, origin, config) for name, (ds, origin) in raw.items()}
+    classes = Classes.from_keys({p.origin: p.table["key"] for p in parts.values()}, config.label_names)
+    tables, origins = _divide(parts, classes, config, seed)
+    found = leakage(tables["train"]["text"], [tables["validation"]["text"], tables["test"]["text"]])
+    shared = found.pop("train_mask")
+    found["removed_from_train"] = 0
+    if config.dedupe:
+        found["removed_from_train"] = pc.sum(shared).as_py() or 0
+        tables["train"] = tables["train"].filter(pc.invert(shared))
+        log.info(
+            "data.dedupe: %d train rows whose text is also in validation or test removed", found["removed_from_train"]
+        )
+
+    splits = [Split(name, tables[name], origins[name]) for name in SPLITS]
+    for s in splits:
+        if not len(s.table):
+            why = f"too few rows for data.split={list(config.split)}" if config.split else "every row was removed"
+            raise DataError(f"{s.origin}: no rows in {s.name} ({why})")
+    report = {
+        "rows": {s.name: len(s.table) for s in splits},
+        "classes": classes.names,
+        "class_rows": {s.name: classes.counts(s.table["label"].to_numpy()) for s in splits},
+        "dropped_empty": {_relative(p.origin, config.source): p.dropped_empty for p in parts.values()},
+        "split": list(config.split) if config.split is not None else None,
+        "leakage": found,
+    }
+    for s in splits:
+        log.info("%s -> %s: %d rows %s", s.origin, s.name, len(s.table), report["class_rows"][s.name])
+    if any(found[k] for k in ("validation_in_train", "test_in_train")):
+        log.warning("texts shared between train and validation/test: %s", found)
+    return Corpus(splits, classes, report)
+
+
+def load_splits(config: DataConfig, seed: int = 0) -> list[Split]:
+    return load_corpus(config, seed).splits
+
+
+def write_corpus(corpus: Corpus, out_dir: str | Path) -> None:
+    """``out_dir``/{train,validation,test}.parquet, ``classes.json`` and ``ingest.json``."""
+    write_splits(corpus.splits, out_dir)
+    corpus.classes.write(Path(out_dir) / "classes.json")
+    write_json(Path(out_dir) / "ingest.json", corpus.report)
 
 
 def write_splits(splits: list[Split], out_dir: str | Path) -> None:
     for split in splits:
         path = Path(out_dir) / f"{split.name}.parquet"
-        write_atomic(path, lambda tmp, s=split: s.frame.to_parquet(tmp, index=False))
-        log.info("%s: %d rows -> %s", split.origin, len(split.frame), path)
+        write_atomic(path, lambda tmp, s=split: pq.write_table(s.table, tmp))
+        log.info("%s: %d rows -> %s", split.origin, len(split.table), path)
 
 
 def read_split(raw_dir: str | Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(Path(raw_dir) / f"{name}.parquet")
 
 
-def _read_hub(repo_id: str) -> dict[str, tuple[datasets.Dataset, str]]:
-    check_hub_reachable(repo_id, "data.source")
-    loaded = datasets.load_dataset(repo_id)
-    found = {}
-    for split in SPLITS:
-        name = next((a for a in SPLIT_ALIASES[split] if a in loaded), None)
-        if name is None:
-            raise DataError(f"{repo_id}: no {split} split (has {', '.join(loaded)})")
-        found[split] = (loaded[name], f"{repo_id}[{name}]")
-    return found
-
-
-def _read_local(folder: Path) -> dict[str, tuple[datasets.Dataset, str]]:
-    found = {}
-    for split in SPLITS:
-        candidates = [folder / f"{a}{ext}" for a in SPLIT_ALIASES[split] for ext in READERS]
-        path = next((p for p in candidates if p.is_file()), None)
-        if path is None:
-            wanted = ", ".join(f"{a}.{{tsv,csv,parquet,jsonl}}" for a in SPLIT_ALIASES[split])
-            raise DataError(f"{folder}: no {split} split (looked for {wanted})")
-        builder, options = READERS[path.suffix]
-        ds = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
-        if path.suffix == ".tsv":
-            _check_line_count(path, len(ds))
-        found[split] = (ds, str(path))
-    return found
-
-
-def _check_line_count(path: Path, rows: int) -> None:
-    """A TSV has one record per line: any other count means rows were merged or lost."""
-    with path.open(encoding="utf-8") as f:
-        lines = sum(1 for line in f if line.strip()) - 1  # minus the header
-    if rows != lines:
-        raise DataError(f"{path}: read {rows} rows but the file has {lines} data lines")
-
-
-def _normalise(name: str, ds: datasets.Dataset, origin: str, config: DataConfig) -> Split:
+def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
+    """Pick the text and label columns; stop at (or, with data.drop_empty, drop) blank texts."""
     columns = ds.column_names
     text_col = config.text_column or next((c for c in TEXT_COLUMNS if c in columns), None)
     if text_col is None or text_col not in columns:
@@ -112,16 +134,66 @@ def _normalise(name: str, ds: datasets.Dataset, origin: str, config: DataConfig)
         raise DataError(
             f"{origin}: no label column {config.label_column!r} (columns: {', '.join(columns)}); set data.label_column"
         )
-    frame = ds.select_columns([text_col, config.label_column]).to_pandas()
-    frame.columns = ["text", "label"]
+    table = ds.data.table.select([text_col, config.label_column])  # Arrow, memory-mapped by 🤗 datasets
+    text = table.column(0)
+    if not pa.types.is_string(text.type) and not pa.types.is_large_string(text.type):
+        raise DataError(f"{origin}: text column {text_col!r} holds {text.type}, not text")
+    if pc.any(pc.match_substring_regex(text, EDGE_SPACE)).as_py():  # copy the texts only if some need it
+        text = pc.utf8_trim_whitespace(text)
     # Row numbers in messages count data rows from 1, as a spreadsheet would.
-    for i, (text, label) in enumerate(zip(frame["text"], frame["label"], strict=True), start=1):
-        if not isinstance(text, str) or not text.strip():
-            raise DataError(f"{origin}: row {i} has an empty text")
-        if str(label).strip() not in ("0", "1"):
-            raise DataError(f"{origin}: row {i} has label {label!r}; expected 0 or 1")
-    frame["text"] = frame["text"].str.strip()
-    frame["label"] = frame["label"].map(lambda v: int(str(v).strip())).astype("int64")
-    counts = frame["label"].value_counts().to_dict()
-    log.info("%s: %s rows, label 0: %d, label 1: %d", origin, len(frame), counts.get(0, 0), counts.get(1, 0))
-    return Split(name, frame.reset_index(drop=True), origin)
+    empty = pc.fill_null(pc.equal(pc.utf8_length(text), 0), True)
+    n_empty = pc.sum(empty).as_py() or 0
+    if n_empty and not config.drop_empty:
+        row = pc.index(empty, True).as_py() + 1
+        raise DataError(
+            f"{origin}: row {row} has an empty text ({n_empty} such rows; data.drop_empty: true drops them)"
+        )
+    labels = table.column(1)
+    rows = None
+    if n_empty:
+        keep = pc.invert(empty)
+        rows = np.flatnonzero(keep.to_numpy()) + 1
+        text, labels = text.filter(keep), labels.filter(keep)
+        log.warning("%s: %d rows with an empty text dropped (data.drop_empty)", origin, n_empty)
+    part = pa.table({"text": text, "key": label_keys(labels, origin, rows, config.label_names)})
+    return _Part(part, origin, n_empty)
+
+
+def _divide(
+    parts: dict[str, _Part], classes: Classes, config: DataConfig, seed: int
+) -> tuple[dict[str, pa.Table], dict[str, str]]:
+    """The train/validation/test tables (text, class id) and where each came from.
+
+    A corpus with its own splits keeps them; a one-file corpus (or, with
+    ``data.resplit``, the pooled splits) is divided by ``data.split``, stratified.
+    """
+    tables = {name: _with_ids(p, classes) for name, p in parts.items()}
+    single = list(parts) == ["all"]
+    if single and config.split is None:
+        raise DataError(
+            f"{parts['all'].origin}: one file, no train/validation/test; set data.split, e.g. [0.8, 0.1, 0.1]"
+        )
+    if not single and config.split is not None and not config.resplit:
+        raise DataError(
+            f"{config.source} has its own train/validation/test splits and data.split={list(config.split)} is set; "
+            "remove data.split, or set data.resplit: true to pool and divide them again"
+        )
+    if config.split is None:
+        return tables, {name: parts[name].origin for name in SPLITS}
+    pooled = pa.concat_tables(tables.values())
+    origin = parts["all"].origin if single else f"{config.source} (pooled)"
+    chosen = stratified_split(pooled["label"].to_numpy(), config.split, seed)
+    # A mask per split, not ``take``: filtering goes chunk by chunk and copies each text once.
+    masks = {name: np.zeros(len(pooled), dtype=bool) for name in SPLITS}
+    for name in SPLITS:
+        masks[name][chosen[name]] = True
+    return {name: pooled.filter(pa.array(masks[name])) for name in SPLITS}, {n: f"{origin}[{n}]" for n in SPLITS}
+
+
+def _relative(origin: str, source: str) -> str:
+    """A file's name inside the corpus folder: no machine's absolute path goes into a tracked output."""
+    return origin[len(source) :].lstrip("/") if origin.startswith(source) else origin
+
+
+def _with_ids(part: _Part, classes: Classes) -> pa.Table:
+    return pa.table({"text": part.table["text"], "label": classes.ids(part.table["key"])})

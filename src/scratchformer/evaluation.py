@@ -19,7 +19,6 @@ from torch import Tensor
 from scratchformer.model import Classifier, eval_mode
 from scratchformer.tokenization import TokenizedSplit, batches
 
-CLASS_NAMES = ("negative", "positive")  # label 0, label 1
 DECIMALS = 5
 
 
@@ -69,14 +68,32 @@ def scores(logits: Tensor, labels: Tensor) -> dict[str, float]:
     }
 
 
-def confusion_rows(logits: Tensor, labels: Tensor, class_names: list[str]) -> list[dict[str, str]]:
-    """One {actual, predicted} row per example: the shape of dvc's ``confusion`` template."""
-    predicted = logits.argmax(dim=1)
-    return [
-        {"actual": class_names[a], "predicted": class_names[p]}
-        for a, p in zip(labels.tolist(), predicted.tolist(), strict=True)
-    ]
-
-
 def confusion_counts(logits: Tensor, labels: Tensor, num_classes: int) -> list[list[int]]:
+    """(K, K) counts: row = actual class id, column = predicted class id."""
     return confusion_matrix(labels.numpy(), logits.argmax(dim=1).numpy(), labels=range(num_classes)).tolist()
+
+
+def confusion_table(logits: Tensor, labels: Tensor, class_names: list[str]) -> dict:
+    """The confusion counts with their class names: K x K numbers, however many examples."""
+    return {"classes": list(class_names), "counts": confusion_counts(logits, labels, len(class_names))}
+
+
+def per_class_scores(counts: list[list[int]], class_names: list[str]) -> dict[str, dict[str, float]]:
+    """Precision, recall, F1 and support of each class from confusion ``counts`` (rows actual), exactly.
+
+    A class never predicted (or never present) scores 0 where its denominator is 0,
+    as scikit-learn's ``zero_division=0``; the mean of the F1s is the macro F1 that
+    :func:`scores` reports as ``f1``.
+    """
+    k = len(counts)
+    out = {}
+    for c, name in enumerate(class_names):
+        hits = counts[c][c]
+        actual, predicted = sum(counts[c]), sum(counts[a][c] for a in range(k))
+        out[name] = {
+            "precision": float(Fraction(hits, predicted)) if predicted else 0.0,
+            "recall": float(Fraction(hits, actual)) if actual else 0.0,
+            "f1": float(Fraction(2 * hits, actual + predicted)) if actual + predicted else 0.0,
+            "support": int(actual),
+        }
+    return out

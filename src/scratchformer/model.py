@@ -68,6 +68,8 @@ class Classifier(nn.Module):
 class TransformerClassifier(Classifier):
     def __init__(self, config: ModelConfig, vocab_size: int, pad_id: int = 0) -> None:
         super().__init__()
+        if config.num_classes is None:
+            raise ValueError("model.num_classes is unset: take it from the data with ModelConfig.for_classes")
         self.config = config
         self.pad_id = pad_id
         C = config.d_model

@@ -221,16 +221,36 @@ def evolution_frames(probe: dict, head: int) -> list[np.ndarray]:
         ax.set_xticks(range(len(tokens)), tokens)
         ax.set_ylim(0, top * 1.1)
         label = "initialisation" if s["epoch"] == 0 else f"epoch {s['epoch']}"
-        p = dict(zip(probe["class_names"], s["probabilities"], strict=True))
+        k = int(np.argmax(s["probabilities"]))
         ax.set_title(
             f"「{probe['query_token']}」 attention, head {head}, {label} — "
-            + ", ".join(f"P({k})={v:.2f}" for k, v in p.items())
+            f"predicted {probe['class_names'][k]} (P={s['probabilities'][k]:.2f})"
         )
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
         plt.close(fig)
         frames.append(iio.imread(buf.getvalue())[..., :3])
     return frames
+
+
+def confusion_figure(table: dict, title: str) -> Figure:
+    """Counts with the class names on both axes (rows: actual, columns: predicted)."""
+    counts = np.array(table["counts"])  # (K, K)
+    names = table["classes"]
+    K = len(names)
+    fig, ax = plt.subplots(figsize=(2.2 + 0.9 * K, 1.8 + 0.8 * K))
+    im = ax.imshow(counts, cmap="Blues")
+    ax.set_xticks(range(K), names, rotation=45 if K > 4 else 0, ha="right" if K > 4 else "center")
+    ax.set_yticks(range(K), names)
+    top = counts.max() if counts.size else 0
+    for i in range(K):
+        for j in range(K):
+            color = "white" if counts[i, j] > top / 2 else "black"
+            ax.text(j, i, str(counts[i, j]), ha="center", va="center", color=color, fontsize=9)
+    ax.set(xlabel="predicted", ylabel="actual", title=title)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    return fig
 
 
 def write_gif(frames: list[np.ndarray], path: Path, seconds_per_frame: float = 1.0) -> None:

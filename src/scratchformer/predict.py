@@ -16,7 +16,6 @@ from pathlib import Path
 import torch
 
 from scratchformer.checkpoint import load_checkpoint
-from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.tokenization import encode, load_tokenizer, pad_batch
 
 
@@ -45,6 +44,8 @@ class Predictor:
         self.model, info = load_checkpoint(model_path)
         self.tokenizer = load_tokenizer(str(tokenizer_path))
         self.max_len = info.get("tokenizer_max_len", self.model.config.max_len)
+        # The class names the training data had; a checkpoint from before they were stored gives ids.
+        self.class_names = info.get("class_names") or [str(i) for i in range(self.model.config.num_classes)]
 
     @torch.no_grad()
     def predict(self, texts: list[str], top_k: int = 5) -> list[Prediction]:
@@ -57,7 +58,7 @@ class Predictor:
         seen = self.model.inspect(ids, layer=-1)
         probs = torch.softmax(seen.logits, dim=-1)  # (B, K)
         relevance = torch.einsum("bq,bqk->bk", seen.pooling, seen.attention.mean(dim=1))  # (B, T)
-        names = list(CLASS_NAMES) if probs.size(1) == len(CLASS_NAMES) else [str(i) for i in range(probs.size(1))]
+        names = self.class_names
         special = set(self.tokenizer.all_special_ids)
         out = []
         for b, text in enumerate(texts):

@@ -5,11 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from scratchformer.config import Params
-from scratchformer.data import load_splits, write_splits
+from scratchformer.data import load_corpus, write_corpus
+from scratchformer.files import write_json
+from scratchformer.inputs import resolved_revision
 
 
-def run(params: Params, raw_dir: Path) -> dict[str, int]:
-    """Source (hub id or folder) -> raw_dir/{train,validation,test}.parquet; returns row counts."""
-    splits = load_splits(params.data)
-    write_splits(splits, raw_dir)
-    return {s.name: len(s.frame) for s in splits}
+def run(params: Params, inputs_path: Path, raw_dir: Path, metrics_path: Path) -> dict:
+    """Source (hub id or folder) -> raw_dir/{train,validation,test}.parquet, classes.json, ingest.json.
+
+    The hub revision read is the one the inputs stage resolved, so the data and its
+    recorded fingerprint agree. The ingest report (rows per split and class, blank
+    rows dropped, texts shared between train and evaluation) is also the metrics file.
+    """
+    revision = resolved_revision(inputs_path) or params.data.revision
+    corpus = load_corpus(params.data, params.seed, revision)
+    write_corpus(corpus, raw_dir)
+    write_json(metrics_path, {"data": corpus.report})
+    return corpus.report

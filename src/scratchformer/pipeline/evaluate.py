@@ -8,9 +8,9 @@ from pathlib import Path
 from scratchformer import acceptance
 from scratchformer.checkpoint import load_checkpoint
 from scratchformer.config import Params
-from scratchformer.evaluation import CLASS_NAMES, confusion_rows, predict_logits, scores
+from scratchformer.evaluation import confusion_table, per_class_scores, predict_logits, scores
 from scratchformer.files import write_json
-from scratchformer.tokenization import read_tokenized
+from scratchformer.tokenization import read_class_names, read_tokenized
 
 
 def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Path, confusion_dir: Path) -> dict:
@@ -21,15 +21,23 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
     """
     model, _ = load_checkpoint(model_path)
     result: dict = {}
-    splits = {name: read_tokenized(tokenized_dir / f"{name}.parquet") for name in ("validation", "test")}
+    class_names = read_class_names(tokenized_dir)
+    if model.config.num_classes != len(class_names):
+        raise ValueError(
+            f"{model_path} predicts {model.config.num_classes} classes but {tokenized_dir} has "
+            f"{len(class_names)} ({', '.join(class_names)}); run `dvc repro`"
+        )
+    splits = {name: read_tokenized(tokenized_dir / name) for name in ("validation", "test")}
     for name, split in splits.items():
         logits = predict_logits(model, split, batch_size=256)
         s = scores(logits, split.labels)
         result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
-        write_json(confusion_dir / f"{name}.json", confusion_rows(logits, split.labels, CLASS_NAMES))
-    validation = splits["validation"].ids
-    sample = [validation[i] for i in acceptance.padding_sample([len(x) for x in validation])]
-    leak = acceptance.padding_leak(model, sample)
+        confusion = confusion_table(logits, split.labels, class_names)
+        result[name]["per_class"] = per_class_scores(confusion["counts"], class_names)
+        write_json(confusion_dir / f"{name}.json", confusion)
+    validation = splits["validation"]
+    chosen = acceptance.padding_sample(validation.lengths().tolist())
+    leak = acceptance.padding_leak(model, [validation.sequence(i) for i in chosen])
     checks = {
         "attention_max_abs_err": acceptance.attention_max_abs_err(seed=params.seed),
         "causal_mask_leak": acceptance.causal_mask_leak(seed=params.seed),

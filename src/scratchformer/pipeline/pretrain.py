@@ -9,7 +9,7 @@ from scratchformer.config import Params
 from scratchformer.files import write_json
 from scratchformer.model import TransformerClassifier
 from scratchformer.pretraining import pretrain
-from scratchformer.tokenization import load_tokenizer, read_tokenized
+from scratchformer.tokenization import load_tokenizer, read_class_names, read_tokenized
 from scratchformer.training import pick_device, seed_everything
 
 
@@ -20,8 +20,9 @@ def run(params: Params, tokenized_dir: Path, tokenizer_dir: Path, model_path: Pa
     else:
         seed_everything(params.seed)
         tokenizer = load_tokenizer(str(tokenizer_dir))
-        model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
-        train_split = read_tokenized(tokenized_dir / "train.parquet")
+        config = params.model.for_classes(read_class_names(tokenized_dir))
+        model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
+        train_split = read_tokenized(tokenized_dir / "train")
         device = pick_device(params.train.device)
         metrics = pretrain(
             model, train_split, params.pretrain, tokenizer.all_special_ids, tokenizer.mask_token_id, params.seed, device

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -13,12 +14,11 @@ from transformers import PreTrainedTokenizerBase
 from dvclive import Live
 from scratchformer.checkpoint import load_pretrained, save_checkpoint
 from scratchformer.config import Params
-from scratchformer.evaluation import CLASS_NAMES
 from scratchformer.files import write_json
 from scratchformer.model import Ensemble, TransformerClassifier
 from scratchformer.probe import Probe, make_probe, snapshot
 from scratchformer.resume import load_state, run_key, save_state
-from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_tokenized
+from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_class_names, read_tokenized
 from scratchformer.training import History, fit, grad_norm_summary, pick_device, seed_everything
 
 log = logging.getLogger(__name__)
@@ -152,8 +152,10 @@ def run(
     continues from there, and the file is removed once the outputs are written.
     """
     tokenizer = load_tokenizer(str(tokenizer_dir))
-    train_split = read_tokenized(tokenized_dir / "train.parquet")
-    val_split = read_tokenized(tokenized_dir / "validation.parquet")
+    class_names = read_class_names(tokenized_dir)  # the model's output size comes from the data
+    params = dataclasses.replace(params, model=params.model.for_classes(class_names))
+    train_split = read_tokenized(tokenized_dir / "train")
+    val_split = read_tokenized(tokenized_dir / "validation")
     device = pick_device(params.train.device)
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
     read = {"seed": params.seed, "model": params.model, "train": params.train, "probe": params.probe}
@@ -195,6 +197,7 @@ def run(
         model_path,
         final,
         best_epochs=[h.best_epoch for h in histories],
+        class_names=class_names,
         tokenizer_max_len=params.tokenizer.max_len,
     )
     history = histories[0]
@@ -225,7 +228,7 @@ def run(
             "query_token": params.probe.query_token,
             "layer": probe.layer if probe.layer >= 0 else params.model.n_layers + probe.layer,
             "head": probe.head,
-            "class_names": CLASS_NAMES,
+            "class_names": class_names,
             "snapshots": members[0].snapshots,
         },
     )

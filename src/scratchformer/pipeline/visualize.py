@@ -10,8 +10,10 @@ from scratchformer.config import Params
 from scratchformer.files import write_json
 
 
-def run(params: Params, live_dir: Path, snapshots_path: Path, images_dir: Path, weights_path: Path) -> None:
-    """Curves and attention pictures from what train wrote."""
+def run(
+    params: Params, live_dir: Path, snapshots_path: Path, confusion_dir: Path, images_dir: Path, weights_path: Path
+) -> None:
+    """Curves and attention pictures from what train wrote; confusion matrices from evaluate's counts."""
     plots.use_cjk_font()
     probe = json.loads(snapshots_path.read_text(encoding="utf-8"))
     head = params.probe.head
@@ -23,3 +25,7 @@ def run(params: Params, live_dir: Path, snapshots_path: Path, images_dir: Path, 
     plots.save_figure(plots.all_heads_evolution_figure(probe), images_dir / "attention_evolution_heads.png")
     plots.write_gif(plots.evolution_frames(probe, head), images_dir / "attention_evolution.gif")
     write_json(weights_path, plots.plotted_weights(probe, head))
+    for split in ("validation", "test"):
+        table = json.loads((confusion_dir / f"{split}.json").read_text(encoding="utf-8"))
+        figure = plots.confusion_figure(table, f"Confusion matrix ({split})")
+        plots.save_figure(figure, images_dir / f"confusion_{split}.png")

@@ -1,0 +1,206 @@
+"""Ingest of any labelled corpus: integer or text labels, one-file corpora, blank rows, leakage."""
+
+import json
+
+import pandas as pd
+import pytest
+from fixtures import LABEL_NAMES, STARS, write_corpus, write_one_file_corpus, write_rows
+
+from scratchformer.config import ConfigError, DataConfig, ModelConfig, from_dict
+from scratchformer.data import DataError, load_corpus
+from scratchformer.data import write_corpus as write_ingested
+
+SPLIT = (0.8, 0.1, 0.1)
+
+
+def corpus(source, **kwargs):
+    seed = kwargs.pop("seed", 0)
+    return load_corpus(DataConfig(source=str(source), **kwargs), seed)
+
+
+def frames(c):
+    return {s.name: s.frame for s in c.splits}
+
+
+def test_integer_labels_are_their_own_names_or_named_by_label_names(tmp_path):
+    folder = write_corpus(tmp_path / "c")
+    assert corpus(folder).classes.names == ["0", "1"]
+    named = corpus(folder, label_names=LABEL_NAMES)
+    assert named.classes.names == ["negative", "positive"] and named.classes.keys == [0, 1]
+    train = frames(named)["train"]
+    assert train["label"].dtype == "int64" and set(train["label"]) == {0, 1}
+
+
+def test_text_labels_are_sorted_into_ids(tmp_path):
+    c = corpus(write_one_file_corpus(tmp_path / "c" / "reviews.csv").parent, split=SPLIT)
+    assert c.classes.names == sorted(STARS) == ["中评", "好评", "差评"]
+    for frame in frames(c).values():
+        for label, text in zip(frame["label"], frame["text"], strict=True):
+            words = STARS[c.classes.names[label]]
+            assert any(w in text for w in words), (label, text)  # each text kept its own class
+
+
+def test_labels_written_as_text_digits_are_integers(tmp_path):
+    rows = [(str(stars), f"第{i}条评论") for i, stars in enumerate([5, 1, 3, 10, 2] * 20)]
+    write_rows(tmp_path / "all.jsonl", rows, "jsonl")
+    c = corpus(tmp_path, split=SPLIT)
+    assert c.classes.keys == [1, 2, 3, 5, 10]  # numeric order, not "1" < "10" < "2"
+    assert c.classes.names == ["1", "2", "3", "5", "10"]
+
+
+def test_whole_float_labels_are_integers_and_fractions_are_an_error(tmp_path):
+    write_rows(tmp_path / "all.csv", [(1.0, "好"), (2.0, "差"), (1.0, "好")] * 4, "csv")
+    assert corpus(tmp_path, split=SPLIT).classes.keys == [1, 2]
+    write_rows(tmp_path / "all.csv", [(1.0, "好"), (2.5, "差")], "csv")
+    with pytest.raises(DataError, match=r"all\.csv: row 2 has label 2\.5; expected a whole number"):
+        corpus(tmp_path, split=SPLIT)
+
+
+def test_missing_label_names_file_and_row(tmp_path):
+    path = write_one_file_corpus(tmp_path / "reviews.csv", n=30)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[4] = "," + lines[4].split(",", 1)[1]  # data row 4 loses its label
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"reviews\.csv: row 4 has no label"):
+        corpus(tmp_path, split=SPLIT)
+
+
+def test_label_names_must_fit_the_labels(tmp_path):
+    folder = write_corpus(tmp_path / "c")
+    with pytest.raises(DataError, match=r"data\.label_names\.7: no row has label 7"):
+        corpus(folder, label_names={**LABEL_NAMES, 7: "other"})
+    write_one_file_corpus(tmp_path / "t" / "reviews.csv")
+    with pytest.raises(DataError, match=r"reviews\.csv: labels are text, but data\.label_names names integer labels"):
+        corpus(tmp_path / "t", split=SPLIT, label_names=LABEL_NAMES)
+
+
+def test_one_class_is_an_error(tmp_path):
+    write_rows(tmp_path / "all.csv", [(1, "好")] * 10, "csv")
+    with pytest.raises(DataError, match=r"only one class \(\[1\]\) in .*all\.csv"):
+        corpus(tmp_path, split=SPLIT)
+
+
+def test_model_num_classes_is_checked_against_the_data():
+    assert ModelConfig().for_classes(["a", "b", "c"]).num_classes == 3
+    assert ModelConfig(num_classes=3).for_classes(["a", "b", "c"]).num_classes == 3
+    with pytest.raises(ConfigError, match=r"model\.num_classes=2 but the data has 3 classes \(a, b, c\)"):
+        ModelConfig(num_classes=2).for_classes(["a", "b", "c"])
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"split": [0.8, 0.2]}, r"data\.split=\[0\.8, 0\.2\] must be three fractions"),
+        ({"split": [0.8, 0.1, 0.2]}, r"data\.split=.* must sum to 1"),
+        ({"split": [1, 0, 0]}, r"data\.split=\[1, 0, 0\] must be three fractions > 0"),
+        ({"resplit": True}, r"data\.resplit=True needs data\.split"),
+        ({"label_names": {"zero": "negative"}}, r"data\.label_names\.zero='zero' must be an integer label"),
+        ({"label_names": {0: "a", 1: "a"}}, r"gives two labels one name"),
+    ],
+)
+def test_bad_data_params_name_the_key(section, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict({"data": section})
+
+
+def test_one_file_is_split_stratified_and_deterministic(tmp_path):
+    folder = write_one_file_corpus(tmp_path / "c" / "reviews.csv", n=451).parent
+    c = corpus(folder, split=SPLIT, seed=3)
+    parts = frames(c)
+    per_class = pd.concat(parts.values())["label"].value_counts().to_dict()
+    for name, fraction in zip(("train", "validation", "test"), SPLIT, strict=True):
+        counts = parts[name]["label"].value_counts().to_dict()
+        for label, n in per_class.items():
+            assert abs(counts.get(label, 0) - n * fraction) <= 1, (name, label, counts, n)
+    # Every row lands in exactly one split: nothing lost, nothing twice.
+    assert sum(len(f) for f in parts.values()) == 451
+    assert c.report["rows"] == {name: len(f) for name, f in parts.items()}
+    assert c.report["split"] == list(SPLIT)
+    again = frames(corpus(folder, split=SPLIT, seed=3))
+    for name in parts:
+        pd.testing.assert_frame_equal(parts[name], again[name])
+    other = frames(corpus(folder, split=SPLIT, seed=4))
+    assert not parts["test"]["text"].equals(other["test"]["text"])
+
+
+def test_one_file_without_split_says_to_set_it(tmp_path):
+    write_one_file_corpus(tmp_path / "reviews.csv")
+    with pytest.raises(DataError, match=r"reviews\.csv: one file, no train/validation/test; set data\.split"):
+        corpus(tmp_path)
+
+
+def test_split_of_a_split_corpus_needs_resplit(tmp_path):
+    folder = write_corpus(tmp_path / "c")
+    with pytest.raises(DataError, match=r"has its own train/validation/test splits and data\.split=.*data\.resplit"):
+        corpus(folder, split=SPLIT)
+    pooled = corpus(folder, split=SPLIT, resplit=True)
+    assert sum(pooled.report["rows"].values()) == 360
+    assert pooled.report["rows"]["train"] == 288
+
+
+def test_blank_text_stops_ingest_or_is_dropped_and_counted(tmp_path):
+    path = write_one_file_corpus(tmp_path / "c" / "reviews.csv", n=90, blank_rows=(5, 61))
+    with pytest.raises(DataError, match=r"reviews\.csv: row 5 has an empty text \(2 such rows; data\.drop_empty"):
+        corpus(path.parent, split=SPLIT)
+    c = corpus(path.parent, split=SPLIT, drop_empty=True)
+    assert sum(c.report["rows"].values()) == 88
+    assert c.report["dropped_empty"] == {"reviews.csv": 2}
+    assert not any(f["text"].str.strip().eq("").any() for f in frames(c).values())
+
+
+def test_unicode_spaces_are_trimmed_and_a_text_of_them_is_blank(tmp_path):
+    rows = [(0, "\u3000\u3000房间太脏。"), (1, "服务很好。\u3000"), (1, "\u00a0不错"), (0, "\u3000")] * 5
+    write_rows(tmp_path / "all.tsv", rows, "tsv")
+    c = corpus(tmp_path, split=SPLIT, drop_empty=True)
+    texts = set(pd.concat(frames(c).values())["text"])
+    assert texts == {"房间太脏。", "服务很好。", "不错"} and c.report["dropped_empty"] == {"all.tsv": 5}
+
+
+def test_dropping_blank_rows_keeps_row_numbers_of_later_errors(tmp_path):
+    path = write_one_file_corpus(tmp_path / "reviews.csv", n=30, blank_rows=(2,))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[9] = "," + lines[9].split(",", 1)[1]  # data row 9 has no label
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"row 9 has no label"):
+        corpus(tmp_path, split=SPLIT, drop_empty=True)
+
+
+def leaky_corpus(folder):
+    write_corpus(folder)
+    train = (folder / "train.tsv").read_text(encoding="utf-8").splitlines()
+    shared = [line.split("\t", 1)[1] for line in train[10:13]]  # three train texts
+    for name, copies in (("dev.tsv", shared), ("test.tsv", shared[:2])):
+        lines = (folder / name).read_text(encoding="utf-8").splitlines()
+        for i, text in enumerate(copies, start=1):
+            lines[i] = f"{lines[i].split(chr(9))[0]}\t{text}"
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder, shared
+
+
+def test_texts_shared_by_train_and_evaluation_are_counted_and_dedupe_removes_them(tmp_path):
+    clean = corpus(write_corpus(tmp_path / "clean")).report["leakage"]  # short fixture texts repeat by chance
+    folder, shared = leaky_corpus(tmp_path / "c")
+    c = corpus(folder)
+    parts = frames(c)
+    train_texts = set(parts["train"]["text"])
+    found = c.report["leakage"]
+    assert found["validation_in_train"] == sum(t in train_texts for t in parts["validation"]["text"])
+    assert found["test_in_train"] == sum(t in train_texts for t in parts["test"]["text"])
+    assert found["validation_in_train"] > clean["validation_in_train"]  # the three copies are seen
+    evaluated = set(parts["validation"]["text"]) | set(parts["test"]["text"])
+    n_train = sum(t in evaluated for t in parts["train"]["text"])
+    assert found["train_in_validation_or_test"] == n_train and found["removed_from_train"] == 0
+    deduped = corpus(folder, dedupe=True)
+    train = frames(deduped)["train"]
+    assert not train["text"].isin(evaluated).any() and not train["text"].isin(shared).any()
+    assert len(train) == 240 - n_train and deduped.report["leakage"]["removed_from_train"] == n_train
+    assert len(frames(deduped)["validation"]) == 60  # only train loses rows
+
+
+def test_ingest_writes_classes_and_report_beside_the_splits(tmp_path):
+    c = corpus(write_corpus(tmp_path / "c"), label_names=LABEL_NAMES)
+    write_ingested(c, tmp_path / "raw")
+    classes = json.loads((tmp_path / "raw" / "classes.json").read_text(encoding="utf-8"))
+    assert classes == {"names": ["negative", "positive"], "labels": [0, 1]}
+    report = json.loads((tmp_path / "raw" / "ingest.json").read_text(encoding="utf-8"))
+    assert report["class_rows"]["train"] == {"negative": 120, "positive": 120}

@@ -1,0 +1,113 @@
+"""`dvc repro` on a three-class corpus given as one CSV, and inputs that are tracked by content."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from fixtures import STARS, write_one_file_corpus, write_tokenizer
+from test_pipeline_e2e import ROOT, run
+
+pytestmark = pytest.mark.slow
+NAMES = sorted(STARS)  # 中评, 好评, 差评: text labels, sorted
+
+
+def stages_run(out: str) -> list[str]:
+    return [line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    repo = tmp_path_factory.mktemp("three_classes")
+    for item in ("dvc.yaml", ".dvcignore", "stages", "src"):
+        source = ROOT / item
+        if source.is_dir():
+            shutil.copytree(source, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy(source, repo / item)
+    write_one_file_corpus(repo / "corpus" / "reviews.csv", n=450, blank_rows=(7, 300))
+    write_tokenizer(repo / "vocab")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["data"].update(source="corpus", label_names=None, split=[0.8, 0.1, 0.1], drop_empty=True)
+    params["tokenizer"].update(name="vocab", max_len=24)
+    params["model"].update(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32)
+    # Knobs that touch the number of classes: an ensemble, label smoothing, MLM pretraining.
+    params["train"].update(epochs=3, batch_size=16, lr=0.005, ensemble=2, label_smoothing=0.1)
+    params["pretrain"].update(epochs=1)
+    params["probe"].update(text="服务很差，房间太脏。", query_token="差")
+    params["acceptance"]["validation_accuracy"] = 0.5
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
+    run(["git", "init", "-q"], repo)
+    run(["git", "config", "user.email", "test@example.com"], repo)
+    run(["git", "config", "user.name", "test"], repo)
+    run(["dvc", "init", "-q"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", "three-class fixture project"], repo)
+    run(["dvc", "repro"], repo)
+    return repo
+
+
+def read(repo: Path, path: str):
+    return json.loads((repo / path).read_text(encoding="utf-8"))
+
+
+def test_one_file_is_split_and_blank_rows_are_counted(repo):
+    data = read(repo, "metrics/data.json")["data"]
+    assert data["classes"] == NAMES
+    assert data["rows"] == {"train": 358, "validation": 45, "test": 45}  # 448 rows: 450 less 2 blank
+    assert data["dropped_empty"] == {"reviews.csv": 2}
+    assert read(repo, "data/raw/classes.json")["names"] == NAMES
+
+
+def test_metrics_and_confusion_are_per_class_with_names(repo):
+    evaluation = read(repo, "metrics/eval.json")
+    for split in ("validation", "test"):
+        per_class = evaluation[split]["per_class"]
+        assert list(per_class) == NAMES
+        assert sum(c["support"] for c in per_class.values()) == 45
+        confusion = read(repo, f"plots/confusion/{split}.json")
+        assert confusion["classes"] == NAMES and len(confusion["counts"]) == 3
+        assert sum(map(sum, confusion["counts"])) == 45
+    assert evaluation["validation"]["accuracy"] > 0.5  # three classes: chance is 1/3
+    assert read(repo, "plots/probe/snapshots.json")["class_names"] == NAMES
+    assert read(repo, "metrics/train.json")["ensemble"] == 2 and read(repo, "metrics/train.json")["pretrained"]
+    baseline = read(repo, "metrics/baseline.json")["baseline"]  # multinomial logistic regression
+    assert baseline["test"]["accuracy"] > 0.5
+
+
+def test_pictures_render(repo):
+    for image in ("confusion_validation.png", "confusion_test.png", "attention_evolution.gif", "loss.png"):
+        assert (repo / "plots" / "images" / image).stat().st_size > 1000, image
+    run(["dvc", "plots", "show", "--json"], repo)
+
+
+def test_predict_prints_the_class_name(repo):
+    args = [sys.executable, "-m", "scratchformer", "predict", "--model", "models/model.pt"]
+    args += ["--tokenizer", "data/tokenizer"]
+    out = run([*args, "房间干净，服务满意。"], repo)
+    assert out.split("\t")[0] in NAMES
+    rows = json.loads(run([*args, "--json", "早餐一般。"], repo))
+    assert list(rows[0]["probabilities"]) == NAMES and rows[0]["label"] in NAMES
+
+
+def test_unchanged_inputs_rerun_nothing_downstream(repo):
+    corpus = repo / "corpus" / "reviews.csv"
+    corpus.write_bytes(corpus.read_bytes())  # same content, new modification time
+    assert stages_run(run(["dvc", "repro"], repo)) == ["inputs"]
+
+
+def test_editing_the_tokenizer_folder_reruns_tokenize_only(repo):
+    vocab = repo / "vocab" / "vocab.txt"
+    vocab.write_text(vocab.read_text(encoding="utf-8") + "新\n", encoding="utf-8")
+    assert stages_run(run(["dvc", "repro", "tokenize"], repo)) == ["inputs", "tokenize"]
+
+
+def test_editing_the_corpus_reruns_download(repo):
+    corpus = repo / "corpus" / "reviews.csv"
+    corpus.write_text(corpus.read_text(encoding="utf-8") + "好评,房间很好，服务满意。\n", encoding="utf-8")
+    assert stages_run(run(["dvc", "repro", "tokenize"], repo)) == ["inputs", "download", "tokenize"]
+    assert sum(read(repo, "metrics/data.json")["data"]["rows"].values()) == 449
+    fingerprint = read(repo, "data/inputs/corpus.json")
+    assert fingerprint["source"] == "corpus" and list(fingerprint["files"]) == ["reviews.csv"]
