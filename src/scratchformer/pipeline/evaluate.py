@@ -36,7 +36,7 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
         result[name]["per_class"] = per_class_scores(confusion["counts"], class_names)
         write_json(confusion_dir / f"{name}.json", confusion)
     validation = splits["validation"]
-    chosen = acceptance.padding_sample(validation.lengths().tolist())
+    chosen = acceptance.padding_sample(validation.lengths.tolist())
     leak = acceptance.padding_leak(model, [validation.sequence(i) for i in chosen])
     checks = {
         "attention_max_abs_err": acceptance.attention_max_abs_err(seed=params.seed),

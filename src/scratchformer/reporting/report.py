@@ -190,10 +190,15 @@ def update_readme(path: Path) -> None:
         text = replace_block(text, "timing", line)
     if "<!-- comparison:start -->" in text:
         records = experiments(dvc_json("exp", "show", "--all-commits"))
-        text = replace_block(text, "comparison", comparison_table(records))
-        text = replace_block(text, "best", best_command(records))
-        if "<!-- members:start -->" in text:
-            text = replace_block(text, "members", members_line(records))
+        if reference_and_best(records)[1] is None:
+            # Experiments are local git refs: a clone that has not run (or pulled) `best`
+            # keeps the committed comparison rather than erasing it.
+            print("no `best` experiment here (dvc exp pull it, or run it): comparison block left as committed")
+        else:
+            text = replace_block(text, "comparison", comparison_table(records))
+            text = replace_block(text, "best", best_command(records))
+            if "<!-- members:start -->" in text:
+                text = replace_block(text, "members", members_line(records))
     if "<!-- review:start -->" in text:
         text = replace_block(text, "review", review_block(text))
     write_text(path, text)
