@@ -104,6 +104,9 @@ def test_repro_writes_every_output(repo):
     assert len(steps) == 15  # 240 examples / batch 16
     confusion = json.loads((repo / "plots" / "confusion" / "test.json").read_text())
     assert len(confusion) == 60 and set(confusion[0]) == {"actual", "predicted"}
+    report = (repo / "plots" / "errors" / "validation.md").read_text(encoding="utf-8")
+    assert report.startswith("# Why is it wrong") and "of the 60 validation reviews wrong" in report
+    assert "<!DOCTYPE html>" in (repo / "plots" / "errors" / "validation.html").read_text(encoding="utf-8")
 
 
 def test_metrics_and_plots_commands_work(repo):
