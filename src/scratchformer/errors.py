@@ -146,7 +146,7 @@ def analyse(
     for ids, _ in batches(split, batch_size, model.pad_id):  # in the split's order
         explained = explain(model, ids)
         probabilities.append(explained.probabilities)  # (B, K)
-        relevance += [r[: len(x)] for r, x in zip(explained.relevance, ids, strict=True)]  # padded (T,) each
+        relevance += list(explained.relevance)  # one (T_batch,) row per example, 0 on PAD
     probs = torch.cat(probabilities)  # (N, K)
     # [UNK] stays: a character the vocabulary lacks is part of what the model read.
     structural = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}

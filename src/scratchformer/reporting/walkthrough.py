@@ -39,6 +39,7 @@ from scratchformer.errors import class_names
 
 PAGE = Path("docs/walkthrough.md")
 INPUT_MARK = "walkthrough-input"
+PROBE_LABEL = 0  # the class the page takes the probe to be: the default probe is a complaint, negative
 PICTURES = {
     "attention_heatmap.png": "Every head of the last layer after training (query rows, key columns).",
     "attention_evolution.png": "How the probe's query token attends, head 0 of the last layer, epoch by epoch.",
@@ -58,20 +59,19 @@ def loop_calling(func: Callable, name: str) -> str:
     """The innermost ``for`` loop in ``func`` that calls ``name``, found with ``ast``, in a fenced block."""
     lines, _ = inspect.getsourcelines(func)
     tree = ast.parse(textwrap.dedent("".join(lines)))
-    loops = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.For)
-        and any(
-            isinstance(n, ast.Attribute | ast.Name) and name in (getattr(n, "attr", getattr(n, "id", None)),)
-            for n in ast.walk(node)
-        )
-    ]
+    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For) and _calls(node, name)]
     if not loops:
         raise LookupError(f"{func.__qualname__} has no loop calling {name}: update the walkthrough's excerpt")
     inner = min(loops, key=lambda n: n.end_lineno - n.lineno)
     body = textwrap.dedent("".join(lines[inner.lineno - 1 : inner.end_lineno])).rstrip()
     return f"`{_where(func)}`, the loop in `{func.__qualname__}` that calls `{name}`:\n\n```python\n{body}\n```"
+
+
+def _calls(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` holds a call of ``name`` (``name(...)`` or ``anything.name(...)``)."""
+    return any(
+        isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) == name for n in ast.walk(node)
+    )
 
 
 def _where(obj: Any) -> str:
@@ -142,7 +142,7 @@ def measure(params: Params, given: dict) -> dict:
         seen = net.inspect(ids, layer=0)
     w = seen.attention[0]  # (H, T, T)
     entropy = -(w * w.clamp_min(1e-12).log()).sum(-1).mean()  # nats, over heads and queries
-    label = 0  # the probe is a complaint: negative
+    label = PROBE_LABEL
     net.train()
     torch.manual_seed(params.seed)  # dropout's draws
     loss = F.cross_entropy(net(ids), torch.tensor([label]))
@@ -199,7 +199,7 @@ def render(params: Params, given: dict, snapshots: dict | None, root: Path = Pat
         last = snapshots["snapshots"][-1]
         probs, seen_names = last["probabilities"], snapshots["class_names"]
         p = ", ".join(f"P({n}) = {_num(v)}" for n, v in zip(seen_names, probs, strict=True))
-        verdict = "right" if probs.index(max(probs)) == m["label"] else "wrong (the probe is a complaint)"
+        verdict = "right" if probs.index(max(probs)) == m["label"] else f"wrong (taking it as {names[m['label']]})"
         trained = (
             f"After training (epoch {last['epoch']} in the committed `plots/probe/snapshots.json`) the model says "
             f"{p} for this sentence, which is {verdict}. The pictures the pipeline draws show where it looks."
@@ -313,7 +313,7 @@ Every module call of the whole forward pass outside the blocks:
 
 ## 7. Loss
 
-Cross-entropy, −log p(label): with the probe labelled {names[m["label"]]} ({m["label"]}) and dropout on, as in
+Cross-entropy, −log p(label): taking the probe's label to be {names[m["label"]]} ({m["label"]}), with dropout on, as in
 training, the untrained model's loss is {_num(m["loss"])}; a uniform guess would score log K = {_num(math.log(K))}.
 
 ## 8. One training step, with clipping
