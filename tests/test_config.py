@@ -17,11 +17,10 @@ def test_defaults_are_the_reference_run():
 def test_params_yaml_holds_the_defaults_that_code_falls_back_on():
     # report.py and the checkpoint loader build Params() / ModelConfig() when a key is
     # absent: that must be the configuration params.yaml actually runs.
+    import dataclasses
     from pathlib import Path
 
     from scratchformer.config import Params
-
-    import dataclasses
 
     params = load_params(Path(__file__).parents[1] / "params.yaml")
     # The one exception: data.label_names names ChnSentiCorp's 0/1 labels; other corpora differ.
@@ -80,6 +79,11 @@ def test_device_names_that_are_accepted(device):
         ({"acceptance": {"attention_max_abs_err": "small"}}, "acceptance.attention_max_abs_err='small' must be float"),
         ({"train": {"select": "f1"}}, "train.select='f1' must be one of val_loss, val_accuracy"),
         ({"model": 3}, "model must be a mapping"),
+        ({"errors": {"n": 0}}, "errors.n=0 must be in 1..500"),
+        ({"errors": {"n": 10000}}, "errors.n=10000 must be in 1..500"),
+        ({"errors": {"highlight": 0}}, "errors.highlight=0 must be in 1..20"),
+        ({"errors": {"min_count": 0}}, "errors.min_count=0 must be >= 1"),
+        ({"errors": {"top": 5}}, "unknown key errors.top"),
         ({"probe": {"head": 4}}, "probe.head=4 is not a head of a 4-head model"),
         ({"probe": {"layer": 2}}, "probe.layer=2 is not a layer of a 2-layer model"),
     ],

@@ -110,6 +110,9 @@ def test_repro_writes_every_output(repo):
     assert set(evaluation["test"]["per_class"]) == {"negative", "positive"}
     data = json.loads((repo / "metrics" / "data.json").read_text())["data"]
     assert data["rows"] == {"train": 240, "validation": 60, "test": 60} and data["split"] is None
+    report = (repo / "plots" / "errors" / "validation.md").read_text(encoding="utf-8")
+    assert report.startswith("# Why is it wrong") and "of the 60 validation reviews wrong" in report
+    assert "<!DOCTYPE html>" in (repo / "plots" / "errors" / "validation.html").read_text(encoding="utf-8")
 
 
 def test_metrics_and_plots_commands_work(repo):

@@ -108,3 +108,50 @@ def test_an_ensemble_checkpoint_predicts_the_mean_probability(trained, tmp_path)
             row.tolist(), abs=5e-5
         )  # printed to 4 decimals
         assert p.label == names[int(row.argmax())]
+
+
+def test_plot_draws_one_bar_per_non_special_token(trained, tmp_path, monkeypatch, capsys):
+    import warnings
+
+    import imageio.v3 as iio
+    import matplotlib
+
+    from scratchformer import plots
+
+    drawn = []
+    save = plots.save_figure
+
+    def spy(fig, path, **kwargs):  # the figure as drawn: tick labels and bars of each chart
+        drawn.extend(([t.get_text() for t in ax.get_xticklabels()], len(ax.patches)) for ax in fig.axes)
+        save(fig, path, **kwargs)
+
+    monkeypatch.setattr(plots, "save_figure", spy)
+    model, tokenizer = trained
+    texts = ["房间很好，服务很好。", "电脑太吵"]
+    out = tmp_path / "relevance.png"
+    # Default fonts to start from (another test may have set the CJK one): predict must set it itself.
+    with matplotlib.rc_context(), warnings.catch_warnings(record=True) as caught:
+        matplotlib.rcdefaults()
+        warnings.simplefilter("always")
+        assert main(["predict", "--plot", str(out), "--model", str(model), "--tokenizer", str(tokenizer), *texts]) == 0
+    # CJK glyphs render: matplotlib warns for every character its fonts lack.
+    assert not [w for w in caught if "missing from" in str(w.message)]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and iio.imread(out).shape[0] > 300
+    words = load_tokenizer(str(tokenizer))
+    expected = [words.tokenize(text) for text in texts]  # the tokens, without [CLS] and [SEP]
+    assert drawn == [(tokens, len(tokens)) for tokens in expected]
+    printed = capsys.readouterr().out
+    assert printed.count("driven by:") == 2 and all(line.count("(") <= 5 for line in printed.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--plot", "out.jpg", "好"], "--plot writes a PNG: give a path ending in .png"),
+        (["--plot", "out.png", *["好"] * 21], "--plot draws at most 20 texts, got 21"),
+    ],
+)
+def test_plot_refuses_what_it_cannot_draw(trained, capsys, args, message):
+    model, tokenizer = trained
+    assert main(["predict", "--model", str(model), "--tokenizer", str(tokenizer), *args]) == 2
+    assert message in capsys.readouterr().err

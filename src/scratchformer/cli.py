@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -20,16 +21,41 @@ def _format(p: Prediction) -> str:
     return line
 
 
+MAX_PLOTTED = 20  # texts one --plot picture holds (one chart each, stacked)
+
+
+def plot_relevance(predictions: list[Prediction], path: Path) -> None:
+    """Draw every token's relevance, one bar chart per text, into the PNG ``path``."""
+    from scratchformer import plots
+
+    plots.use_cjk_font()
+    rows = []
+    for p in predictions:
+        tokens = sorted(p.top_tokens, key=lambda t: t["position"])  # every token, back in reading order
+        text = p.text if len(p.text) <= 40 else p.text[:39] + "…"
+        title = f"{p.label} (p = {p.probability:.3f}): {text}"
+        rows.append((title, [t["token"] for t in tokens], [t["relevance"] for t in tokens]))
+    plots.save_figure(plots.relevance_figure(rows), path)
+
+
 def predict_main(args: argparse.Namespace) -> int:
     from scratchformer.predict import Predictor
 
     texts = args.texts or [line for line in sys.stdin.read().splitlines() if line.strip()]
     try:
+        if args.plot is not None and args.plot.suffix.lower() != ".png":
+            raise ValueError(f"--plot writes a PNG: give a path ending in .png, not {args.plot}")
+        if args.plot is not None and len(texts) > MAX_PLOTTED:
+            raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {len(texts)}")
         predictor = Predictor(args.model, args.tokenizer)
-        predictions = predictor.predict(texts, top_k=args.top)
+        # The picture needs every token's relevance; the printed answer keeps the top ones.
+        predictions = predictor.predict(texts, top_k=None if args.plot else args.top)
     except (FileNotFoundError, ValueError) as err:
         print(f"scratchformer predict: {err}", file=sys.stderr)
         return 2
+    if args.plot is not None:
+        plot_relevance(predictions, args.plot)
+        predictions = [dataclasses.replace(p, top_tokens=p.top_tokens[: args.top]) for p in predictions]
     if args.json:
         print(json.dumps([p.as_dict() for p in predictions], ensure_ascii=False, indent=2))
     else:
@@ -61,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokenizer", default="data/tokenizer")
     p.add_argument("--top", type=int, default=5, help="how many driving tokens to show")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--plot", type=Path, metavar="OUT.png", help="also draw every token's relevance as a bar chart")
     r = sub.add_parser(
         "review",
         help="compare two revisions: params, metrics, acceptance, curves, attention, confusion",

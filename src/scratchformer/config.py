@@ -238,6 +238,26 @@ class AcceptanceConfig:
 
 
 @dataclass(frozen=True)
+class ErrorsConfig:
+    """The error report: validation's most confident mistakes and the tokens they share.
+
+    Every bound is a size bound too: the report holds at most ``n`` texts and
+    ``tokens`` table rows, so it stays small enough to live in git.
+    """
+
+    n: int = 30  # mistakes shown, most confident first
+    highlight: int = 3  # most relevant tokens marked in each text
+    tokens: int = 20  # rows of the table of tokens over-represented in the mistakes
+    min_count: int = 10  # a token must occur in at least this many mistakes to be ranked
+
+    def __post_init__(self) -> None:
+        _require(1 <= self.n <= 500, "errors.n", self.n, "must be in 1..500")
+        _require(1 <= self.highlight <= 20, "errors.highlight", self.highlight, "must be in 1..20")
+        _require(1 <= self.tokens <= 200, "errors.tokens", self.tokens, "must be in 1..200")
+        _require(self.min_count >= 1, "errors.min_count", self.min_count, "must be >= 1")
+
+
+@dataclass(frozen=True)
 class Params:
     seed: int = 42
     data: DataConfig = field(default_factory=DataConfig)
@@ -248,6 +268,7 @@ class Params:
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
+    errors: ErrorsConfig = field(default_factory=ErrorsConfig)
 
     def __post_init__(self) -> None:
         _require(

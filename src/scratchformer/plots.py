@@ -272,3 +272,28 @@ def plotted_weights(probe: dict, head: int) -> dict:
         "query_attention": {f"head_{h}": evolution_matrix(probe, h).round(6).tolist() for h in range(_n_heads(probe))},
         "probabilities": [s["probabilities"] for s in probe["snapshots"]],
     }
+
+
+def relevance_figure(rows: list[tuple[str, list[str], list[float]]], marked: int = 3) -> Figure:
+    """One bar chart per text: each token's relevance, the tokens on the axis in reading order.
+
+    ``rows`` holds ``(title, tokens, relevance)`` per text, special tokens already
+    left out, so there is one bar per token the text is made of. The ``marked``
+    most relevant bars are drawn in red: the tokens `predict` lists first.
+    """
+    if not rows:
+        raise ValueError("no text to draw")
+    longest = max(len(tokens) for _, tokens, _ in rows)
+    width = min(40.0, max(6.0, 0.32 * longest + 1.5))  # inches; 40 keeps a 256-token text drawable
+    fig, axes = plt.subplots(len(rows), 1, figsize=(width, 2.6 * len(rows)), squeeze=False)
+    for ax, (title, tokens, relevance) in zip(axes[:, 0], rows, strict=True):
+        top = set(np.argsort(-np.asarray(relevance), kind="stable")[:marked].tolist())
+        colors = ["crimson" if i in top else "steelblue" for i in range(len(tokens))]
+        ax.bar(range(len(tokens)), relevance, color=colors)
+        ax.set_xticks(range(len(tokens)), tokens, fontsize=9 if len(tokens) <= 80 else 6)
+        ax.set_xlim(-0.6, len(tokens) - 0.4)
+        ax.set_ylabel("relevance")
+        ax.set_title(title, loc="left", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig

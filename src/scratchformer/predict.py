@@ -1,11 +1,7 @@
 """Ask the trained model about new texts, and see which tokens drove each answer.
 
-Token relevance follows the pooled sentence vector back one layer: the pooling
-weights w (B, T) say how much each final token vector counts, and the last
-layer's head-averaged attention Ā (B, T, T) says where each of those vectors
-looked, so relevance = Σ_q w_q Ā[q, :]. With mean pooling that is the
-attention each token receives on average; with CLS pooling, the [CLS] row;
-with attention pooling, the learned query's weights carried through the layer.
+Which tokens drove an answer is the token relevance of :mod:`scratchformer.relevance`:
+the pooled sentence vector followed back through the last layer's attention.
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ from pathlib import Path
 import torch
 
 from scratchformer.checkpoint import load_checkpoint
+from scratchformer.relevance import explain
 from scratchformer.tokenization import encode, load_tokenizer, pad_batch
 
 
@@ -48,16 +45,15 @@ class Predictor:
         self.class_names = info.get("class_names") or [str(i) for i in range(self.model.config.num_classes)]
 
     @torch.no_grad()
-    def predict(self, texts: list[str], top_k: int = 5) -> list[Prediction]:
+    def predict(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:
+        """Label, probabilities and the ``top_k`` most relevant tokens of each text (None: every token)."""
         texts = [t.strip() for t in texts]
         if not texts or not all(texts):
             raise ValueError("no text to classify: give one or more non-empty texts")
         tokenized = encode(self.tokenizer, texts, self.max_len)
         encoded, n_tokens = tokenized["input_ids"].tolist(), tokenized["n_tokens"].tolist()
         ids = pad_batch([torch.tensor(x) for x in encoded], self.model.pad_id)  # (B, T)
-        seen = self.model.inspect(ids, layer=-1)
-        probs = torch.softmax(seen.logits, dim=-1)  # (B, K)
-        relevance = torch.einsum("bq,bqk->bk", seen.pooling, seen.attention.mean(dim=1))  # (B, T)
+        probs, relevance = explain(self.model, ids)  # (B, K), (B, T)
         names = self.class_names
         special = set(self.tokenizer.all_special_ids)
         out = []

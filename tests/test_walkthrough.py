@@ -1,0 +1,33 @@
+"""docs/walkthrough.md is generated from the code and params; it must match what they give today."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scratchformer.config import load_params
+from scratchformer.reporting.walkthrough import loop_calling, read_input, render, tokenizer_input
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_committed_walkthrough_is_current():
+    params = load_params(ROOT / "params.yaml")
+    page = (ROOT / "docs" / "walkthrough.md").read_text(encoding="utf-8")
+    try:
+        given = tokenizer_input(params, ROOT)
+    except FileNotFoundError:  # no tokenizer in this checkout: the ids the page records
+        given = read_input(page)
+    snapshots = json.loads((ROOT / "plots" / "probe" / "snapshots.json").read_text(encoding="utf-8"))
+    expected = render(params, given, snapshots, ROOT)
+    assert page == expected, "docs/walkthrough.md is stale: run python -m scratchformer.reporting.walkthrough"
+
+
+def test_an_excerpt_that_disappears_is_an_error_not_a_silent_gap():
+    def step(batch):
+        for x in batch:
+            x.backward()
+
+    assert "x.backward()" in loop_calling(step, "backward")
+    with pytest.raises(LookupError, match="has no loop calling clip_grad_norm_"):
+        loop_calling(step, "clip_grad_norm_")
