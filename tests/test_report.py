@@ -137,3 +137,23 @@ def test_best_command_lists_only_changed_params():
     assert best_command(records) == (
         "```bash\ndvc exp run -n best -S model.d_model=128 -S train.bucket_by_length=true\n```"
     )
+
+
+def test_prepost_layers_table_compares_the_six_layer_runs_layer_by_layer(monkeypatch):
+    from scratchformer.reporting import report
+
+    base = {k: v for k, v in report.REFERENCE.items()}
+    pre = {**base, "name": "deep-pre", "rev": "aaa", "model.n_layers": 6, "eval:validation.accuracy": 0.85}
+    post = {**pre, "name": "deep-post", "rev": "bbb", "model.norm": "post", "eval:validation.accuracy": 0.82}
+    wide = {**post, "name": "wide-post", "rev": "ccc", "model.d_model": 128}  # another shape: not this question
+    curves = {
+        "aaa": {"embedding": {"median": 0.1, "p99": 0.3}, "layer0": {"median": 0.2, "p99": 0.5}},
+        "bbb": {"embedding": {"median": 0.4, "p99": 0.9}, "layer0": {"median": 0.2, "p99": 0.6}},
+    }
+    monkeypatch.setattr(report, "layer_gradients", lambda rev: curves[rev])
+    table = report.prepost_layers_table([wide, post, pre])
+    assert "`deep-pre` (Pre-LN) and `deep-post` (Post-LN)" in table
+    assert "| embedding | 0.1 | 0.4 | 4.00 | 0.3 | 0.9 |" in table
+    assert "| layer0 | 0.2 | 0.2 | 1.00 | 0.5 | 0.6 |" in table
+    assert "Pre-LN / Post-LN: 0.85 / 0.82" in table
+    assert report.prepost_layers_table([pre, wide]) is None  # no Post-LN run of the default shape

@@ -16,7 +16,7 @@ from typing import Any
 
 from scratchformer.config import Params
 from scratchformer.files import write_text
-from scratchformer.reporting.commands import dvc_json
+from scratchformer.reporting.commands import ReportError, dvc_json, run
 from scratchformer.reporting.page import fmt
 
 
@@ -68,7 +68,7 @@ def experiments(exp_show: list[dict]) -> list[dict[str, Any]]:
 
     def add(entry: dict, name: str) -> None:
         data = entry.get("data") or {}
-        record = {"name": name}
+        record = {"name": name, "rev": entry.get("rev")}
         for kind in ("params", "metrics"):
             for path, content in (data.get(kind) or {}).items():
                 prefix = "" if kind == "params" else f"{Path(path).stem}:"
@@ -266,9 +266,85 @@ def ablation_tables(records: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
+LAYER_GROUPS_DIR = "dvclive/plots/metrics/step/layer_grad_norm"
+
+
+def layer_gradients(rev: str) -> dict[str, dict[str, float]]:
+    """Median and 99th percentile of each layer group's pre-clip gradient norm in commit ``rev``'s curves."""
+    import io
+
+    import pandas as pd
+
+    names = run("git", "ls-tree", "--name-only", f"{rev}:{LAYER_GROUPS_DIR}").split()
+    out = {}
+    for name in names:
+        curve = pd.read_csv(io.StringIO(run("git", "show", f"{rev}:{LAYER_GROUPS_DIR}/{name}")), sep="\t")
+        values = curve.iloc[:, 1]
+        out[Path(name).stem] = {"median": values.median(), "p99": values.quantile(0.99)}
+    return out
+
+
+def prepost_layers_table(records: list[dict], n_layers: int = 6) -> str | None:
+    """Per-layer gradient norms of the newest Pre-LN and Post-LN runs at ``n_layers`` layers (else None).
+
+    The runs must differ from the defaults in depth and normalisation only.
+    """
+    runs: dict[str, dict] = {}
+    for r in records:
+        shape = {k: r.get(k) for k in DEFAULTS}
+        others = {k: v for k, v in DEFAULTS.items() if k not in ("model.n_layers", "model.norm")}
+        if (
+            r.get("rev")
+            and r.get("model.n_layers") == n_layers
+            and all(shape[k] == v for k, v in others.items())
+            and all(r.get(k, v) == v for k, v in HELD_FIXED.items())
+            and r.get("seed", REFERENCE["seed"]) == REFERENCE["seed"]
+        ):
+            runs.setdefault(r.get("model.norm"), r)  # dvc exp show lists newest first
+    if not {"pre", "post"} <= set(runs):
+        return None
+    try:
+        norms = {norm: layer_gradients(runs[norm]["rev"]) for norm in ("pre", "post")}
+    except ReportError:  # runs from before the per-layer curves existed
+        return None
+    order = ["embedding", *(f"layer{i}" for i in range(n_layers)), "head"]
+    lines = [
+        f"One seed ({REFERENCE['seed']}) each: `{runs['pre']['name']}` (Pre-LN) and "
+        f"`{runs['post']['name']}` (Post-LN), {n_layers} layers, otherwise the defaults. "
+        "Pre-clip gradient norm of each group of parameters over every training step.",
+        "",
+        "| parameters | Pre-LN median | Post-LN median | Post / Pre | Pre-LN p99 | Post-LN p99 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for group in order:
+        pre, post = norms["pre"].get(group), norms["post"].get(group)
+        if pre is None or post is None:
+            continue
+        ratio = post["median"] / pre["median"] if pre["median"] else float("nan")
+        lines.append(
+            f"| {group} | {fmt(pre['median'])} | {fmt(post['median'])} | {ratio:.2f} | "
+            f"{fmt(pre['p99'])} | {fmt(post['p99'])} |"
+        )
+    lines.append("")
+    accuracy = " / ".join(f"{fmt(runs[n].get('eval:validation.accuracy'))}" for n in ("pre", "post"))
+    lines.append(f"Validation accuracy, Pre-LN / Post-LN: {accuracy}.")
+    return "\n".join(lines)
+
+
 def update_ablations(path: Path) -> None:
+    """Rewrite the tables of ``path`` from ``dvc exp show``; blocks whose experiments are absent stay as committed.
+
+    Experiments are local git refs: a clone without them keeps the committed tables.
+    """
     records = experiments(dvc_json("exp", "show", "--all-commits"))
-    write_text(path, replace_block(path.read_text(encoding="utf-8"), "ablations", ablation_tables(records)))
+    text = path.read_text(encoding="utf-8")
+    groups = ablation_groups(records)
+    if any(r.get(k) != v for rows in groups.values() for r in rows for k, v in DEFAULTS.items()):
+        text = replace_block(text, "ablations", ablation_tables(records))
+    layers = prepost_layers_table(records)
+    if layers is not None and "<!-- layers:start -->" in text:
+        text = replace_block(text, "layers", layers)
+    write_text(path, text)
 
 
 def main(argv: list[str] | None = None) -> None:
