@@ -51,10 +51,16 @@ class Curves:
                 self.live.log_metric(f"{self.prefix}epoch/{key}", value)
 
     def replay(self, history: dict) -> None:
-        """Log again what a resumed run had already logged before it stopped."""
+        """Log again what a resumed run had already logged before it stopped, in the order it did.
+
+        The untrained model's statistics came first, so the summary
+        (dvclive/metrics.json) lists its keys in the same order as an
+        uninterrupted run's.
+        """
+        self.epoch(history["initial"])
         for record in history["steps"]:
             self.step(record)
-        for record in [history["initial"], *history["epochs"]]:
+        for record in history["epochs"]:
             self.epoch(record)
 
 
