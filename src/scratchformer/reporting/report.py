@@ -331,15 +331,16 @@ def prepost_layers_table(records: list[dict], n_layers: int = 6) -> str | None:
     return "\n".join(lines)
 
 
-def update_ablations(path: Path) -> None:
-    """Rewrite the tables of ``path`` from ``dvc exp show``; blocks whose experiments are absent stay as committed.
+def update_ablations(path: Path, tables: bool = True) -> None:
+    """Rewrite the tables of ``path`` from ``dvc exp show --all-commits``.
 
-    Experiments are local git refs: a clone without them keeps the committed tables.
+    ``tables=False`` rewrites only the layer-by-layer Pre-LN vs Post-LN block:
+    experiments are local git refs, and a clone that ran only the two 6-layer
+    runs must not replace the shape tables with what little it has.
     """
     records = experiments(dvc_json("exp", "show", "--all-commits"))
     text = path.read_text(encoding="utf-8")
-    groups = ablation_groups(records)
-    if any(r.get(k) != v for rows in groups.values() for r in rows for k, v in DEFAULTS.items()):
+    if tables:
         text = replace_block(text, "ablations", ablation_tables(records))
     layers = prepost_layers_table(records)
     if layers is not None and "<!-- layers:start -->" in text:
@@ -350,7 +351,9 @@ def update_ablations(path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scratchformer.reporting.report", description=__doc__)
     parser.add_argument(
-        "what", choices=["readme", "review", "ablations"], help="review: only the README's example review"
+        "what",
+        choices=["readme", "review", "ablations", "layers"],
+        help="review: only the README's example review; layers: only the ablations' Pre-LN vs Post-LN layer table",
     )
     parser.add_argument("--file", type=Path, help="default: README.md, or docs/ablations.md")
     args = parser.parse_args(argv)
@@ -359,7 +362,7 @@ def main(argv: list[str] | None = None) -> None:
         (update_readme if args.what == "readme" else update_review)(path)
     else:
         path = args.file or Path("docs/ablations.md")
-        update_ablations(path)
+        update_ablations(path, tables=args.what == "ablations")
     print(f"updated {path}")
 
 
