@@ -1,14 +1,12 @@
 """`dvc repro` on a three-class corpus given as one CSV, and inputs that are tracked by content."""
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from fixtures import STARS, write_one_file_corpus, write_tokenizer
-from test_pipeline_e2e import ROOT, run
+from fixtures import STARS, write_one_file_corpus
+from test_pipeline_e2e import commit_project, copy_project, run, write_params
 
 pytestmark = pytest.mark.slow
 NAMES = sorted(STARS)  # 中评, 好评, 差评: text labels, sorted
@@ -21,15 +19,8 @@ def stages_run(out: str) -> list[str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     repo = tmp_path_factory.mktemp("three_classes")
-    for item in ("dvc.yaml", ".dvcignore", "stages", "src"):
-        source = ROOT / item
-        if source.is_dir():
-            shutil.copytree(source, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy(source, repo / item)
+    params = copy_project(repo)
     write_one_file_corpus(repo / "corpus" / "reviews.csv", n=450, blank_rows=(7, 300))
-    write_tokenizer(repo / "vocab")
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"].update(source="corpus", label_names=None, split=[0.8, 0.1, 0.1], drop_empty=True)
     params["tokenizer"].update(name="vocab", max_len=24)
     params["model"].update(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32)
@@ -38,13 +29,8 @@ def repo(tmp_path_factory) -> Path:
     params["pretrain"].update(epochs=1)
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
-    run(["git", "init", "-q"], repo)
-    run(["git", "config", "user.email", "test@example.com"], repo)
-    run(["git", "config", "user.name", "test"], repo)
-    run(["dvc", "init", "-q"], repo)
-    run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-qm", "three-class fixture project"], repo)
+    write_params(repo, params)
+    commit_project(repo, "three-class fixture project")
     run(["dvc", "repro"], repo)
     return repo
 

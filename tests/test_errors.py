@@ -8,7 +8,7 @@ import torch
 from fixtures import NEGATIVE, POSITIVE, SUBJECTS, sentences
 
 from scratchformer import error_report
-from scratchformer.checkpoint import load_checkpoint
+from scratchformer.checkpoint import class_names, load_checkpoint
 from scratchformer.config import ErrorsConfig
 from scratchformer.errors import (
     ErrorReport,
@@ -16,7 +16,6 @@ from scratchformer.errors import (
     OverRepresented,
     Token,
     analyse,
-    class_names,
     most_confident_mistakes,
     over_represented,
 )

@@ -34,17 +34,32 @@ def run(cmd: list[str], cwd: Path, **extra_env: str) -> str:
     return result.stdout + result.stderr
 
 
-def make_project(repo: Path, n_layers: int = 2, **train) -> dict:
-    """A git + DVC copy of this project on the fixture corpus, committed, not yet run; return its params."""
+def copy_project(repo: Path) -> dict:
+    """This project's code and pipeline copied into ``repo``, with the fixture tokenizer; return its params."""
     for item in ("dvc.yaml", ".dvcignore", "stages", "src"):
         source = ROOT / item
         if source.is_dir():
             shutil.copytree(source, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         else:
             shutil.copy(source, repo / item)
-    write_corpus(repo / "corpus")
     write_tokenizer(repo / "vocab")
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    return yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def commit_project(repo: Path, message: str) -> None:
+    """``repo`` as a git + DVC repository with everything in it committed (dvclive wants a commit to start from)."""
+    run(["git", "init", "-q", "-b", "main"], repo)
+    run(["git", "config", "user.email", "test@example.com"], repo)
+    run(["git", "config", "user.name", "test"], repo)
+    run(["dvc", "init", "-q"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", message], repo)
+
+
+def make_project(repo: Path, n_layers: int = 2, **train) -> dict:
+    """A git + DVC copy of this project on the fixture corpus, committed, not yet run; return its params."""
+    params = copy_project(repo)
+    write_corpus(repo / "corpus")
     params["data"]["source"] = "corpus"
     params["tokenizer"].update(name="vocab", max_len=32)  # == model.max_len, as in the defaults
     params["model"].update(d_model=32, n_heads=2, n_layers=n_layers, ff_dim=64, max_len=32)
@@ -54,12 +69,7 @@ def make_project(repo: Path, n_layers: int = 2, **train) -> dict:
     write_params(repo, params)
     # The corpus and tokenizer folders are committed, so queued experiments' copies and clones have them too.
     (repo / ".gitignore").write_text("/review\n")
-    run(["git", "init", "-q", "-b", "main"], repo)
-    run(["git", "config", "user.email", "test@example.com"], repo)
-    run(["git", "config", "user.name", "test"], repo)
-    run(["dvc", "init", "-q"], repo)
-    run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-qm", "fixture project"], repo)  # dvclive wants a commit to start from
+    commit_project(repo, "fixture project")
     return params
 
 

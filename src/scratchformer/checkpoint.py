@@ -69,3 +69,18 @@ def load_pretrained(model: TransformerClassifier, path: str | Path) -> bool:
         raise ValueError(f"{path}: pretrained with {saved}, but train builds {model.config}; run `dvc repro`")
     model.load_state_dict(state["state_dict"])
     return True
+
+
+def class_names(info: dict, num_classes: int) -> list[str]:
+    """The names of the model's classes, read in one place.
+
+    A checkpoint that stores its class names (``info["class_names"]``, which the
+    train stage always writes, from the data) gives them; an older checkpoint
+    without them is named by its class ids.
+    """
+    stored = info.get("class_names")
+    if stored:
+        if len(stored) != num_classes:
+            raise ValueError(f"checkpoint names {len(stored)} classes but the model has {num_classes} outputs")
+        return [str(name) for name in stored]
+    return [str(k) for k in range(num_classes)]

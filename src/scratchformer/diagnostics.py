@@ -15,8 +15,6 @@ here, where the global norm would hide which layer they come from.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
@@ -74,11 +72,27 @@ def parameter_group(name: str) -> str:
     return "head"  # final LayerNorm, pooling, classifier
 
 
+def grouped_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
+    """The model's parameters by :func:`parameter_group`, in the order data flows (built once per run)."""
+    groups: dict[str, list[nn.Parameter]] = {}
+    for name, p in model.named_parameters():
+        groups.setdefault(parameter_group(name), []).append(p)
+    return groups
+
+
+def group_grad_norms(groups: dict[str, list[nn.Parameter]]) -> Tensor:
+    """(G,) L2 norm of the current gradients of each group; the norm of these is the global norm.
+
+    One pass over the gradients, no host sync: the training step reads these
+    together with the loss, and clips with their norm instead of measuring again.
+    """
+    norms = [
+        torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]) for params in groups.values()
+    ]
+    return torch.stack(norms)
+
+
 def layer_grad_norms(model: nn.Module) -> dict[str, float]:
     """L2 norm of the current gradients of each :func:`parameter_group`; their squares sum to the global norm²."""
-    squares: dict[str, Tensor] = {}
-    for name, p in model.named_parameters():
-        if p.grad is not None:
-            group = parameter_group(name)
-            squares[group] = squares.get(group, 0) + p.grad.detach().float().pow(2).sum()
-    return {f"layer_grad_norm/{group}": math.sqrt(value.item()) for group, value in squares.items()}
+    groups = grouped_parameters(model)
+    return {f"layer_grad_norm/{g}": v for g, v in zip(groups, group_grad_norms(groups).tolist(), strict=True)}

@@ -41,21 +41,6 @@ from scratchformer.tokenization import TokenizedSplit, batches
 DECIMALS = 4  # probabilities and relevances are written, and ranked, at this precision
 
 
-def class_names(info: dict, num_classes: int) -> list[str]:
-    """The names of the model's classes, read in one place so their source can change.
-
-    A checkpoint that stores its class names (``info["class_names"]``, which the
-    train stage always writes, from the data) gives them; an older checkpoint
-    without them is named by its class ids.
-    """
-    stored = info.get("class_names")
-    if stored:
-        if len(stored) != num_classes:
-            raise ValueError(f"checkpoint names {len(stored)} classes but the model has {num_classes} outputs")
-        return [str(name) for name in stored]
-    return [str(k) for k in range(num_classes)]
-
-
 @dataclass(frozen=True)
 class Token:
     text: str  # the vocabulary item ("##" marks a word piece that continues the previous one)

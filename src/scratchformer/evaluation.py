@@ -42,20 +42,24 @@ def accuracy(correct: int, total: int) -> float:
     return float(Fraction(int(correct), int(total)))
 
 
+def _class_counts(counts: list[list[int]]) -> list[tuple[int, int, int]]:
+    """(hits, actual, predicted) of each class of a confusion matrix; ``counts[a][p]``: class a predicted p."""
+    k = len(counts)
+    return [(counts[c][c], sum(counts[c]), sum(counts[a][c] for a in range(k))) for c in range(k)]
+
+
+def _f1(hits: int, actual: int, predicted: int) -> Fraction:
+    """2·TP / (2·TP + FP + FN) = 2·hits / (actual + predicted); 0 for a class never present nor predicted."""
+    return Fraction(2 * hits, actual + predicted) if actual + predicted else Fraction(0)
+
+
 def macro_f1(counts: list[list[int]]) -> float:
     """Mean over classes of 2·TP / (2·TP + FP + FN), computed exactly from a confusion matrix.
 
     ``counts[a][p]`` is how many examples of class ``a`` were predicted ``p``. A
     class that never occurs and is never predicted has F1 0, as in scikit-learn.
     """
-    k = len(counts)
-    per_class = []
-    for c in range(k):
-        tp = counts[c][c]
-        fn = sum(counts[c]) - tp
-        fp = sum(counts[a][c] for a in range(k)) - tp
-        per_class.append(Fraction(2 * tp, 2 * tp + fp + fn) if tp + fp + fn else Fraction(0))
-    return float(sum(per_class) / k)
+    return float(sum(_f1(*c) for c in _class_counts(counts)) / len(counts))
 
 
 def scores(logits: Tensor, labels: Tensor) -> dict[str, float]:
@@ -85,15 +89,12 @@ def per_class_scores(counts: list[list[int]], class_names: list[str]) -> dict[st
     as scikit-learn's ``zero_division=0``; the mean of the F1s is the macro F1 that
     :func:`scores` reports as ``f1``.
     """
-    k = len(counts)
     out = {}
-    for c, name in enumerate(class_names):
-        hits = counts[c][c]
-        actual, predicted = sum(counts[c]), sum(counts[a][c] for a in range(k))
+    for name, (hits, actual, predicted) in zip(class_names, _class_counts(counts), strict=True):
         out[name] = {
             "precision": float(Fraction(hits, predicted)) if predicted else 0.0,
             "recall": float(Fraction(hits, actual)) if actual else 0.0,
-            "f1": float(Fraction(2 * hits, actual + predicted)) if actual + predicted else 0.0,
+            "f1": float(_f1(hits, actual, predicted)),
             "support": int(actual),
         }
     return out

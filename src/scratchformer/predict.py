@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from scratchformer.checkpoint import load_checkpoint
+from scratchformer.checkpoint import class_names, load_checkpoint
 from scratchformer.relevance import explain
 from scratchformer.tokenization import encode, load_tokenizer, pad_batch
 
@@ -41,8 +41,7 @@ class Predictor:
         self.model, info = load_checkpoint(model_path)
         self.tokenizer = load_tokenizer(str(tokenizer_path))
         self.max_len = info.get("tokenizer_max_len", self.model.config.max_len)
-        # The class names the training data had; a checkpoint from before they were stored gives ids.
-        self.class_names = info.get("class_names") or [str(i) for i in range(self.model.config.num_classes)]
+        self.class_names = class_names(info, self.model.config.num_classes)
 
     @torch.no_grad()
     def predict(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:

@@ -18,7 +18,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from scratchformer.config import TrainConfig
-from scratchformer.diagnostics import attention_diagnostics, layer_grad_norms
+from scratchformer.diagnostics import attention_diagnostics, group_grad_norms, grouped_parameters
 from scratchformer.evaluation import accuracy, predict_logits, rounded, scores
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
@@ -124,6 +124,18 @@ class History:
     initial: dict = field(default_factory=dict)  # the epoch-0 record: the untrained model
     seconds: float = 0.0
 
+    @property
+    def best(self) -> dict | None:
+        """The record of the selected epoch (None before the first epoch ends)."""
+        return self.epochs[self.best_epoch - 1] if self.best_epoch else None
+
+    def as_state(self, weights: bool = True) -> dict:
+        """Plain data for the resumable state (``History(**state)`` rebuilds it); without the best weights."""
+        state = dict(vars(self))
+        if not weights:
+            state["best_state"] = {}
+        return state
+
 
 def improves(record: dict, best: dict | None, select: str) -> bool:
     """Whether epoch ``record`` beats ``best`` under ``select``; ties keep the earlier epoch."""
@@ -184,15 +196,16 @@ def fit(
     start = time.perf_counter()
     parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "ema": ema, "order": order}
     if resume is None:
-        best, step, done = None, 0, 0
+        step, done = 0, 0
         history.initial = _epoch_record(evaluated, 0, math.nan, math.nan, validation, config, device)
         on_epoch(history.initial, evaluated, False)
     else:
-        best, step, done = _restore(resume, parts, history)
+        history, step, done = _restore(resume, parts)
         log.info("member %d: resuming after epoch %d of %d", member, done, config.epochs)
 
-    # Clipping with max_norm=inf still returns the (pre-clip) global norm, which is logged.
     max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
+    groups = grouped_parameters(model)
+    group_keys = [f"layer_grad_norm/{g}" for g in groups]
     for epoch in range(done + 1, config.epochs + 1):
         total_loss, correct, seen = 0.0, 0, 0
         bar = tqdm(
@@ -210,9 +223,18 @@ def fit(
             loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            per_layer = layer_grad_norms(model)  # before clipping rescales the gradients
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
-            loss_value = loss.item()
+            # Each layer's gradient norm before clipping; the global norm is the norm of those,
+            # and clipping uses it rather than measuring every gradient a second time.
+            per_group = group_grad_norms(groups)  # (G,)
+            total = torch.linalg.vector_norm(per_group)
+            torch.nn.utils.clip_grads_with_norm_(model.parameters(), max_norm, total)
+            with torch.no_grad():  # the smoothing-free loss, comparable with val_loss
+                plain = F.cross_entropy(logits, labels) if config.label_smoothing else loss.detach()
+            hits = (logits.argmax(1) == labels).sum()
+            # One host sync per step for everything it logs.
+            loss_value, plain_value, grad_norm, n_right, *norms = torch.stack(
+                [loss.detach(), plain, total, hits.to(total.dtype), *per_group]
+            ).tolist()
             lr = scheduler.get_last_lr()[0]
             if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
                 raise TrainingDivergedError(
@@ -220,7 +242,8 @@ def fit(
                     f"loss {loss_value}, gradient norm {grad_norm}. Lower train.lr, keep train.grad_clip > 0, "
                     "or warm the lr up (train.warmup_ratio); no checkpoint was written"
                 )
-            record = {"step": step, "loss": loss_value, "grad_norm": grad_norm, "lr": lr, **per_layer}
+            record = {"step": step, "loss": loss_value, "grad_norm": grad_norm, "lr": lr}
+            record.update(zip(group_keys, norms, strict=True))
             optimizer.step()
             scheduler.step()
             if ema:
@@ -228,25 +251,24 @@ def fit(
             history.steps.append(record)
             on_step(record)
             step += 1
-            with torch.no_grad():  # the smoothing-free loss, comparable with val_loss
-                total_loss += F.cross_entropy(logits, labels, reduction="sum").item()
-            correct += (logits.argmax(1) == labels).sum().item()
+            total_loss += plain_value * len(labels)
+            correct += int(n_right)
             seen += len(labels)
             bar.set_postfix(loss=f"{loss_value:.3f}")
         record = _epoch_record(evaluated, epoch, total_loss / seen, accuracy(correct, seen), validation, config, device)
-        is_best = improves(record, best, config.select)
-        if is_best:
-            best, history.best_epoch = record, epoch
-            history.best_state = copy.deepcopy(evaluated.state_dict())
+        is_best = improves(record, history.best, config.select)
         history.epochs.append(record)
+        if is_best:
+            history.best_epoch = epoch
+            history.best_state = copy.deepcopy(evaluated.state_dict())
         log.info("epoch %d: %s", epoch, record)
         on_epoch(record, evaluated, is_best)
-        on_state(_snapshot_state(epoch, step, best, parts, history))
+        on_state(_snapshot_state(epoch, step, parts, history))
     history.seconds = time.perf_counter() - start
     return history
 
 
-def _snapshot_state(epoch: int, step: int, best: dict | None, parts: dict, history: History) -> dict:
+def _snapshot_state(epoch: int, step: int, parts: dict, history: History) -> dict:
     """Everything :func:`fit` needs to carry on after ``epoch``, as tensors and plain data."""
     rng = {"torch": torch.get_rng_state(), "order": parts["order"].get_state(), "python": random.getstate()}
     if torch.cuda.is_available():
@@ -254,24 +276,17 @@ def _snapshot_state(epoch: int, step: int, best: dict | None, parts: dict, histo
     return {
         "epoch": epoch,
         "step": step,
-        "best": best,
         "model": parts["model"].state_dict(),
         "optimizer": parts["optimizer"].state_dict(),
         "scheduler": parts["scheduler"].state_dict(),
         "ema": parts["ema"].state_dict() if parts["ema"] is not None else None,
         "rng": rng,
-        "history": {
-            "steps": history.steps,
-            "epochs": history.epochs,
-            "best_epoch": history.best_epoch,
-            "best_state": history.best_state,
-            "initial": history.initial,
-        },
+        "history": history.as_state(),
     }
 
 
-def _restore(state: dict, parts: dict, history: History) -> tuple[dict | None, int, int]:
-    """Load a :func:`_snapshot_state` back into the run's parts; return (best, step, epochs done)."""
+def _restore(state: dict, parts: dict) -> tuple[History, int, int]:
+    """Load a :func:`_snapshot_state` back into the run's parts; return (history, step, epochs done)."""
     parts["model"].load_state_dict(state["model"])
     parts["optimizer"].load_state_dict(state["optimizer"])
     parts["scheduler"].load_state_dict(state["scheduler"])
@@ -283,11 +298,7 @@ def _restore(state: dict, parts: dict, history: History) -> tuple[dict | None, i
     random.setstate(rng["python"])
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])
-    saved = state["history"]
-    history.steps, history.epochs = list(saved["steps"]), list(saved["epochs"])
-    history.best_epoch, history.best_state = saved["best_epoch"], saved["best_state"]
-    history.initial = saved["initial"]
-    return state["best"], state["step"], state["epoch"]
+    return History(**state["history"]), state["step"], state["epoch"]
 
 
 def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device) -> dict:

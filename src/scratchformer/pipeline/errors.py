@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scratchformer import error_report, errors
-from scratchformer.checkpoint import load_checkpoint
+from scratchformer.checkpoint import class_names, load_checkpoint
 from scratchformer.config import Params
 from scratchformer.errors import ErrorReport
 from scratchformer.files import write_text
@@ -20,7 +20,7 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, tokenizer_dir: Pa
     if not split_path.is_dir():
         raise FileNotFoundError(f"{split_path}: no tokenized validation split; run `dvc repro` first")
     model, info = load_checkpoint(model_path)
-    names = errors.class_names(info, model.config.num_classes)
+    names = class_names(info, model.config.num_classes)
     report = errors.analyse(model, read_tokenized(split_path), load_tokenizer(str(tokenizer_dir)), names, params.errors)
     write_text(out_dir / "validation.md", error_report.to_markdown(report))
     write_text(out_dir / "validation.html", error_report.to_html(report))

@@ -114,11 +114,10 @@ def train_member(
 
 
 def finished(member: Member) -> dict:
-    """A trained member as plain data, for the resumable state."""
-    h = member.history
+    """A trained member as plain data, for the resumable state (its weights are the best ones already)."""
     return {
         "model": member.model.state_dict(),
-        "history": {"steps": h.steps, "epochs": h.epochs, "best_epoch": h.best_epoch, "initial": h.initial},
+        "history": member.history.as_state(weights=False),
         "snapshots": member.snapshots,
         "pretrained": member.pretrained,
     }
@@ -128,11 +127,7 @@ def unfinished(saved: dict, params: Params, tokenizer: PreTrainedTokenizerBase) 
     """The member that :func:`finished` saved."""
     model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
     model.load_state_dict(saved["model"])
-    h = saved["history"]
-    history = History(
-        steps=list(h["steps"]), epochs=list(h["epochs"]), best_epoch=h["best_epoch"], initial=h["initial"]
-    )
-    return Member(model, history, list(saved["snapshots"]), saved["pretrained"])
+    return Member(model, History(**saved["history"]), list(saved["snapshots"]), saved["pretrained"])
 
 
 def run(
@@ -207,8 +202,7 @@ def run(
         tokenizer_max_len=params.tokenizer.max_len,
     )
     history = histories[0]
-    best = history.epochs[history.best_epoch - 1]
-    last = history.epochs[-1]
+    best, last = history.best, history.epochs[-1]
     metrics = {
         "best_epoch": history.best_epoch,
         "best_val_accuracy": best["val_accuracy"],
@@ -222,9 +216,7 @@ def run(
         **grad_norm_summary([r["grad_norm"] for r in history.steps], params.train.grad_clip),
     }
     if len(members) > 1:  # each member's own best validation accuracy, beside the ensemble's in eval
-        metrics["member_val_accuracy"] = {
-            str(k): h.epochs[h.best_epoch - 1]["val_accuracy"] for k, h in enumerate(histories)
-        }
+        metrics["member_val_accuracy"] = {str(k): h.best["val_accuracy"] for k, h in enumerate(histories)}
     write_json(
         snapshots_path,
         {

@@ -322,10 +322,11 @@ training, the untrained model's loss is {_num(m["loss"])}; a uniform guess would
 ## 8. One training step, with clipping
 
 `fit` runs this for every batch: forward, loss, backward, then the gradient is clipped to a global norm of
-`train.grad_clip` = {params.train.grad_clip:g} before AdamW steps. `clip_grad_norm_` returns the norm
-*before* clipping, which is what the pipeline logs.
+`train.grad_clip` = {params.train.grad_clip:g} before AdamW steps. The global norm is measured once, as the
+norm of each layer's gradient norm, and `clip_grads_with_norm_` scales the gradients by it; the norms
+*before* clipping are what the pipeline logs.
 
-{loop_calling(training.fit, "clip_grad_norm_")}
+{loop_calling(training.fit, "clip_grads_with_norm_")}
 
 On the probe alone the untrained model's gradient norm before clipping is {_num(m["grad_norm"])}; after
 clipping it is {_num(m["grad_norm_after"])}.
