@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from scratchformer.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.config import ModelConfig, TrainConfig
@@ -277,13 +278,46 @@ def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
         assert torch.equal(resumed.best_state[name], value), name
 
 
-def test_every_step_logs_each_layers_gradient_norm_before_clipping():
+def test_every_step_logs_each_layers_gradient_norm_before_clipping(monkeypatch):
+    # Measure every gradient independently just before clipping, and what clipping leaves.
+    measured, clipped = [], []
+    clip = torch.nn.utils.clip_grads_with_norm_
+
+    def spy(parameters, max_norm, total_norm, **kwargs):
+        parameters = list(parameters)
+        grads = torch.cat([p.grad.flatten() for p in parameters if p.grad is not None])
+        measured.append(torch.linalg.vector_norm(grads).item())
+        clip(parameters, max_norm, total_norm, **kwargs)
+        clipped.append(torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in parameters])).item())
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grads_with_norm_", spy)
     split = _split(16, 0)
     records = []
     config = TrainConfig(epochs=1, batch_size=8, lr=1e-3, grad_clip=1e-3)  # clips every step
     fit(_model(), split, split, config, 0, torch.device("cpu"), on_step=records.append)
-    for record in records:
+    assert len(measured) == len(records) == 2
+    for record, before, after in zip(records, measured, clipped, strict=True):
         layers = [v for k, v in record.items() if k.startswith("layer_grad_norm/")]
         assert len(layers) == 3  # embedding, layer0, head
         assert math.sqrt(sum(v**2 for v in layers)) == pytest.approx(record["grad_norm"], rel=1e-4)
+        assert record["grad_norm"] == pytest.approx(before, rel=1e-5)  # the norm the gradients really had
         assert record["grad_norm"] > 10 * config.grad_clip
+        assert after == pytest.approx(config.grad_clip, rel=1e-3)  # and clipping used it
+
+
+def test_epoch_train_loss_is_plain_cross_entropy_while_steps_log_the_smoothed_objective():
+    # A learning rate too small to move the weights and no dropout: the training loss of
+    # the epoch is then the untrained model's loss on the training split.
+    split = _split(16, 0)
+    torch.manual_seed(0)
+    model = TransformerClassifier(
+        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0), 30
+    )
+    plain = F.cross_entropy(predict_logits(model, split, 64), split.labels).item()
+    smoothed = F.cross_entropy(predict_logits(model, split, 64), split.labels, label_smoothing=0.3).item()
+    assert abs(plain - smoothed) > 1e-3
+    records = []
+    config = TrainConfig(epochs=1, batch_size=8, lr=1e-12, label_smoothing=0.3)
+    history = fit(model, split, split, config, 0, torch.device("cpu"), on_step=records.append)
+    assert history.epochs[0]["train_loss"] == pytest.approx(plain, abs=2e-5)
+    assert sum(r["loss"] for r in records) / len(records) == pytest.approx(smoothed, abs=1e-4)
