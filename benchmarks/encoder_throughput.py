@@ -9,6 +9,10 @@
    against fixed padding (target >= 1.5x).
 3. Optimizer: one AdamW step on an n-gram-table-sized parameter (262,145 x 64), the
    default multi-tensor update vs the fused kernel training uses. Prints the ratio.
+4. Precision x device: our encoder at T = 64 and 256 on each device asked for
+   (``--devices cpu cuda``; default: cpu, and cuda when present), in fp32, bf16 and (CUDA
+   only) fp16 autocast, as the training loop runs it. Prints samples/s and the ratio
+   to fp32 on the same device.
 
 Run from the repository root after `dvc repro` (part 2 reads data/raw and
 data/tokenizer; it is skipped with a note when they are missing):
@@ -27,9 +31,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from scratchformer.config import ModelConfig
+from scratchformer.loop import adamw, autocast, parameter_groups
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit, batches
-from scratchformer.training import adamw, parameter_groups
 
 VOCAB = 21128
 
@@ -60,35 +64,62 @@ class TorchEncoderClassifier(TransformerClassifier):
         return self.head(self.pool(self.ln_f(x), pad)[0])
 
 
-def samples_per_second(model: nn.Module, batch_list: list[tuple], warmup: int = 3) -> float:
-    optimizer = adamw(parameter_groups([model], 0.0), 1e-3, torch.device("cpu"))  # the optimizer training uses
-    model.train()
+def samples_per_second(
+    model: nn.Module,
+    batch_list: list[tuple],
+    warmup: int = 3,
+    device: torch.device | None = None,
+    precision: str = "fp32",
+) -> float:
+    device = device or torch.device("cpu")
+    model.to(device).train()
+    optimizer = adamw(parameter_groups([model], 0.0), 1e-3, device)  # the optimizer training uses
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    batch_list = [(ids.to(device), labels.to(device)) for ids, labels in batch_list]
 
     def step(ids, labels):
-        loss = F.cross_entropy(model(ids), labels)
+        with autocast(device, precision):
+            loss = F.cross_entropy(model(ids).float(), labels)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
 
     for ids, labels in batch_list[:warmup]:
         step(ids, labels)
+    synchronize(device)
     start = time.perf_counter()
     n = 0
     for ids, labels in batch_list[warmup:]:
         step(ids, labels)
         n += len(labels)
+    synchronize(device)
     return n / (time.perf_counter() - start)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously), so the clock measures it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def full_length_batches(n: int, batch: int, T: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``n`` batches of random token ids with no padding, the same every run."""
+    g = torch.Generator().manual_seed(0)
+    return [
+        (torch.randint(1, VOCAB, (batch, T), generator=g), torch.randint(0, 2, (batch,), generator=g)) for _ in range(n)
+    ]
 
 
 def encoder_comparison(steps: int, batch: int) -> None:
     print("1. hand-written encoder vs nn.TransformerEncoderLayer (training samples/s, full-length batches)")
     for T in (64, 256):
         config = ModelConfig(max_len=T, num_classes=2)
-        g = torch.Generator().manual_seed(0)
-        data = [
-            (torch.randint(1, VOCAB, (batch, T), generator=g), torch.randint(0, 2, (batch,), generator=g))
-            for _ in range(steps + 3)
-        ]
+        data = full_length_batches(steps + 3, batch, T)
         torch.manual_seed(0)
         ours = samples_per_second(TransformerClassifier(config, VOCAB), data)
         torch.manual_seed(0)
@@ -140,15 +171,36 @@ def optimizer_comparison(steps: int) -> None:
         print(f"   {name:12s} {value:8.1f}/s  ratio {value / results['multi-tensor']:.2f}x")
 
 
+def precision_comparison(steps: int, batch: int, devices: list[str]) -> None:
+    print("4. precision x device (training samples/s of our encoder, full-length batches)")
+    for name in devices:
+        device = torch.device(name)
+        precisions = ["fp32", "bf16"] + (["fp16"] if device.type == "cuda" else [])
+        for T in (64, 256):
+            config = ModelConfig(max_len=T, num_classes=2)
+            data = full_length_batches(steps + 3, batch, T)
+            results = {}
+            for precision in precisions:
+                torch.manual_seed(0)
+                results[precision] = samples_per_second(
+                    TransformerClassifier(config, VOCAB), data, device=device, precision=precision
+                )
+            line = "  ".join(f"{p} {v:8.1f}/s ({v / results['fp32']:.2f}x)" for p, v in results.items())
+            print(f"   {name:6s} T={T:4d}: {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch", type=int, default=32)
+    default_devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    parser.add_argument("--devices", nargs="+", default=default_devices, help="devices for part 4")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     encoder_comparison(args.steps, args.batch)
     padding_comparison(args.steps, args.batch)
     optimizer_comparison(args.steps)
+    precision_comparison(args.steps, args.batch, args.devices)
 
 
 if __name__ == "__main__":

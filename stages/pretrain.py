@@ -1,14 +1,24 @@
-"""DVC stage: masked-language-model pretraining of the encoder (off when pretrain.epochs is 0)."""
+"""DVC stage: masked-language-model pretraining of the encoder (off when pretrain.epochs is 0).
+
+Runs on the training loop of the train stage, with its device, precision and
+``train.nproc`` processes (started through torchrun, as in stages/train.py).
+"""
 
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from scratchformer import distributed
 from scratchformer.config import load_params
+from scratchformer.loop import TrainingDivergedError
 from scratchformer.pipeline import pretrain
 
 
+@record
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
@@ -18,8 +28,19 @@ def main() -> None:
     parser.add_argument("--metrics", type=Path, required=True)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    metrics = pretrain.run(load_params(args.params), args.tokenized, args.tokenizer, args.model, args.metrics)
-    print(json.dumps(metrics, indent=2))
+    params = load_params(args.params)
+    if params.pretrain.epochs and params.train.nproc > 1 and not distributed.launched():
+        distributed.launch(params.train.nproc, "stages.pretrain", sys.argv[1:])
+        return
+    world = distributed.init(params.train.device)
+    try:
+        metrics = pretrain.run(params, args.tokenized, args.tokenizer, args.model, args.metrics, world)
+    except TrainingDivergedError as err:
+        sys.exit(f"pretrain: {err}")
+    finally:
+        distributed.shutdown()
+    if world.main:
+        print(json.dumps(metrics, indent=2))
 
 
 if __name__ == "__main__":

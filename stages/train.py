@@ -1,4 +1,9 @@
-"""DVC stage: train the classifier from random init; keep the best checkpoint."""
+"""DVC stage: train the classifier from random init; keep the best checkpoint.
+
+With ``train.nproc`` > 1 the stage starts itself again as that many processes
+through torchrun (data-parallel, see scratchformer.distributed); already under
+torchrun (a multi-node launch, for example) it joins the process group it finds.
+"""
 
 import argparse
 import json
@@ -6,11 +11,15 @@ import logging
 import sys
 from pathlib import Path
 
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from scratchformer import distributed
 from scratchformer.config import load_params
+from scratchformer.loop import TrainingDivergedError
 from scratchformer.pipeline import train
-from scratchformer.training import TrainingDivergedError
 
 
+@record  # a rank's uncaught error reaches torchrun's report with its traceback
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
@@ -24,9 +33,14 @@ def main() -> None:
     parser.add_argument("--state", type=Path, required=True, help="resumable state; not a DVC output")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    params = load_params(args.params)
+    if params.train.nproc > 1 and not distributed.launched():
+        distributed.launch(params.train.nproc, "stages.train", sys.argv[1:])
+        return
+    world = distributed.init(params.train.device)
     try:
         metrics = train.run(
-            load_params(args.params),
+            params,
             args.tokenized,
             args.tokenizer,
             args.pretrained,
@@ -35,10 +49,14 @@ def main() -> None:
             args.snapshots,
             args.metrics,
             args.state,
+            world,
         )
     except TrainingDivergedError as err:
         sys.exit(f"train: {err}")
-    print(json.dumps(metrics, indent=2))
+    finally:
+        distributed.shutdown()
+    if world.main:
+        print(json.dumps(metrics, indent=2))
 
 
 if __name__ == "__main__":

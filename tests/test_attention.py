@@ -50,7 +50,9 @@ def test_causal_leak_detects_a_broken_mask(monkeypatch):
     # The check must be able to fail: with no mask, later values reach earlier outputs.
     import scratchformer.acceptance as acceptance
 
-    monkeypatch.setattr(acceptance, "causal_mask", lambda T: torch.zeros(T, T, dtype=torch.bool))
+    monkeypatch.setattr(
+        acceptance, "causal_mask", lambda T, device=None: torch.zeros(T, T, dtype=torch.bool, device=device)
+    )
     assert acceptance.causal_mask_leak() > 1e-3
 
 

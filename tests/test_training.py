@@ -6,19 +6,13 @@ import torch.nn.functional as F
 
 from scratchformer.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.config import ModelConfig, TrainConfig
+from scratchformer.distributed import pick_device
 from scratchformer.evaluation import predict_logits
 from scratchformer.files import write_atomic, write_json
+from scratchformer.loop import TrainingDivergedError, lr_factor, parameter_groups
 from scratchformer.model import TransformerClassifier
 from scratchformer.tokenization import TokenizedSplit
-from scratchformer.training import (
-    TrainingDivergedError,
-    drop_tokens,
-    fit,
-    grad_norm_summary,
-    lr_factor,
-    parameter_groups,
-    pick_device,
-)
+from scratchformer.training import drop_tokens, fit, grad_norm_summary
 
 
 @pytest.mark.parametrize(
@@ -29,7 +23,14 @@ def test_device_auto_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expe
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
     assert pick_device("auto") == torch.device(expected)
     assert pick_device("cpu") == torch.device("cpu")  # an explicit name is never second-guessed
-    assert pick_device("cuda:1") == torch.device("cuda", 1)
+    if cuda:
+        assert pick_device("cuda:1") == torch.device("cuda", 1)
+    else:
+        with pytest.raises(ValueError, match="'cuda:1' asked for, but this machine has no CUDA"):
+            pick_device("cuda:1")
+    if not mps:
+        with pytest.raises(ValueError, match="no Apple GPU"):
+            pick_device("mps")
 
 
 def test_lr_schedule_warmup_then_cosine():
@@ -158,7 +159,8 @@ def test_a_non_finite_loss_stops_training_and_names_where(monkeypatch):
     with pytest.raises(TrainingDivergedError) as err:
         fit(model, split, split, config, 0, torch.device("cpu"), member=2)
     message = str(err.value)
-    assert "member 2, epoch 1, step 1 at lr 1e+30" in message  # step 0 took the huge step; step 1 overflowed
+    # step 0 took the huge step; step 1 overflowed
+    assert "training diverged in member 2, epoch 1, step 1 at lr 1e+30" in message
     assert "Lower train.lr" in message
 
 

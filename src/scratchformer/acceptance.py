@@ -35,13 +35,20 @@ def _random_padding_mask(B: int, T: int, generator: torch.Generator) -> Tensor:
     return (torch.arange(T) >= lengths[:, None])[:, None, None, :]
 
 
-def attention_max_abs_err(seed: int = 0, dtype: torch.dtype = torch.float32) -> float:
-    """Largest |ours - F.scaled_dot_product_attention| over shapes x {no, padding, causal} mask."""
+def attention_max_abs_err(
+    seed: int = 0, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"
+) -> float:
+    """Largest |ours - F.scaled_dot_product_attention| over shapes x {no, padding, causal} mask.
+
+    The inputs are drawn on the CPU (the same numbers on every device) and
+    compared on ``device``.
+    """
     g = torch.Generator().manual_seed(seed)
     worst = 0.0
     for B, H, T, D in PARITY_SHAPES:
-        q, k, v = (torch.randn(B, H, T, D, generator=g, dtype=dtype) for _ in range(3))
-        for mask in (None, _random_padding_mask(B, T, g), causal_mask(T)):
+        q, k, v = (torch.randn(B, H, T, D, generator=g, dtype=dtype).to(device) for _ in range(3))
+        masks = (_random_padding_mask(B, T, g).to(device), causal_mask(T, device))
+        for mask in (None, *masks):
             ours, _ = scaled_dot_product_attention(q, k, v, mask)
             # PyTorch's boolean attn_mask means the opposite: True = may attend.
             reference = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask)
@@ -49,21 +56,21 @@ def attention_max_abs_err(seed: int = 0, dtype: torch.dtype = torch.float32) -> 
     return worst
 
 
-def causal_mask_leak(seed: int = 0, T: int = 16) -> float:
+def causal_mask_leak(seed: int = 0, T: int = 16, device: torch.device | str = "cpu") -> float:
     """How much a causal output at position t moves when keys/values after t change.
 
     For every cut t, everything at positions >= t is replaced by fresh noise; the
-    outputs before t must not change at all.
+    outputs before t must not change at all. Computed on ``device``.
     """
     g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(2, 4, T, 8, generator=g) for _ in range(3))
-    mask = causal_mask(T)
+    q, k, v = (torch.randn(2, 4, T, 8, generator=g).to(device) for _ in range(3))
+    mask = causal_mask(T, device)
     base, _ = scaled_dot_product_attention(q, k, v, mask)
     worst = 0.0
     for t in range(1, T):
         k2, v2 = k.clone(), v.clone()
-        k2[..., t:, :] = torch.randn(k2[..., t:, :].shape, generator=g) * 10
-        v2[..., t:, :] = torch.randn(v2[..., t:, :].shape, generator=g) * 10
+        k2[..., t:, :] = torch.randn(k2[..., t:, :].shape, generator=g).to(device) * 10
+        v2[..., t:, :] = torch.randn(v2[..., t:, :].shape, generator=g).to(device) * 10
         out, _ = scaled_dot_product_attention(q, k2, v2, mask)
         worst = _worse(worst, (out[..., :t, :] - base[..., :t, :]).abs().max().item())
     return worst

@@ -38,15 +38,20 @@ def scaled_dot_product_attention(
     score is the dtype's most negative value, whose exponential underflows to 0.
     A query whose keys are *all* blocked (only possible for an all-PAD sequence)
     gets equal scores everywhere and so uniform weights: finite, never NaN.
+
+    Under mixed precision (bf16/fp16 autocast) the products run in the low
+    precision, but the softmax is taken in fp32: exponentials of bf16 scores
+    would keep only 8 bits of each weight, and the rows would not sum to 1.
+    ``weights`` are then fp32; they are cast back to v's dtype for the product.
     """
     d = q.size(-1)
     # Scale q (T x D numbers) rather than the scores (T x T): same result, less work.
     scores = (q / math.sqrt(d)) @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
     if mask is not None:
         scores.masked_fill_(mask, torch.finfo(scores.dtype).min)  # in place: scores is ours alone
-    weights = torch.softmax(scores, dim=-1)  # (B, H, Tq, Tk), rows sum to 1
+    weights = torch.softmax(scores.float(), dim=-1)  # (B, H, Tq, Tk), rows sum to 1; fp32 (a no-op in fp32)
     attended = dropout(weights) if dropout is not None else weights
-    return attended @ v, weights  # (B, H, Tq, D), (B, H, Tq, Tk)
+    return attended.to(v.dtype) @ v, weights  # (B, H, Tq, D), (B, H, Tq, Tk)
 
 
 def causal_mask(t: int, device: torch.device | None = None) -> Tensor:

@@ -39,6 +39,7 @@ def plot_relevance(predictions: list[Prediction], path: Path) -> None:
 
 
 def predict_main(args: argparse.Namespace) -> int:
+    from scratchformer.distributed import pick_device
     from scratchformer.predict import Predictor
 
     texts = args.texts or [line for line in sys.stdin.read().splitlines() if line.strip()]
@@ -47,7 +48,7 @@ def predict_main(args: argparse.Namespace) -> int:
             raise ValueError(f"--plot writes a PNG: give a path ending in .png, not {args.plot}")
         if args.plot is not None and len(texts) > MAX_PLOTTED:
             raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {len(texts)}")
-        predictor = Predictor(args.model, args.tokenizer)
+        predictor = Predictor(args.model, args.tokenizer, pick_device(args.device))
         # The picture needs every token's relevance; the printed answer keeps the top ones.
         predictions = predictor.predict(texts, top_k=None if args.plot else args.top)
     except (FileNotFoundError, ValueError) as err:
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="models/model.pt")
     p.add_argument("--tokenizer", default="data/tokenizer")
     p.add_argument("--top", type=int, default=5, help="how many driving tokens to show")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps, or auto")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", type=Path, metavar="OUT.png", help="also draw every token's relevance as a bar chart")
     r = sub.add_parser(

@@ -155,6 +155,9 @@ class TrainConfig:
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
     select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
+    nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16: autocast; fp16: autocast + loss scaling (CUDA)
+    log_every: int = 1  # steps between reads of the logged values from the device (one host sync each)
 
     def __post_init__(self) -> None:
         _require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -173,6 +176,14 @@ class TrainConfig:
         _require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
         _require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
         _require(self.ensemble >= 1, "train.ensemble", self.ensemble, "must be >= 1")
+        _require(self.nproc >= 1, "train.nproc", self.nproc, "must be >= 1")
+        _require(
+            self.batch_size >= self.nproc,
+            "train.batch_size",
+            self.batch_size,
+            f"must be >= train.nproc ({self.nproc}): each process takes a share of every batch",
+        )
+        _require(self.log_every >= 1, "train.log_every", self.log_every, "must be >= 1")
 
 
 @dataclass(frozen=True)

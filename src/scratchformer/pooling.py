@@ -42,7 +42,7 @@ class AttentionPooling(nn.Module):
     def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
         scores = h @ self.query / math.sqrt(h.size(-1))  # (B, T)
         scores = scores.masked_fill(pad, torch.finfo(scores.dtype).min)
-        weights = torch.softmax(scores, dim=1).masked_fill(pad, 0.0)  # (B, T)
+        weights = torch.softmax(scores.float(), dim=1).to(h.dtype).masked_fill(pad, 0.0)  # (B, T); fp32 softmax
         return (weights.unsqueeze(-1) * h).sum(dim=1), weights  # (B, C), (B, T)
 
 

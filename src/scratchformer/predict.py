@@ -32,13 +32,14 @@ class Prediction:
 
 
 class Predictor:
-    def __init__(self, model_path: str | Path, tokenizer_path: str | Path) -> None:
+    def __init__(self, model_path: str | Path, tokenizer_path: str | Path, device: str | torch.device = "cpu") -> None:
         model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
         if not model_path.is_file():
             raise FileNotFoundError(f"no trained model at {model_path}; run `dvc repro` first")
         if not tokenizer_path.is_dir():
             raise FileNotFoundError(f"no saved tokenizer at {tokenizer_path}; run `dvc repro` first")
-        self.model, info = load_checkpoint(model_path)
+        self.device = torch.device(device)
+        self.model, info = load_checkpoint(model_path, self.device)
         self.tokenizer = load_tokenizer(str(tokenizer_path))
         self.max_len = info.get("tokenizer_max_len", self.model.config.max_len)
         self.class_names = class_names(info, self.model.config.num_classes)
@@ -52,7 +53,8 @@ class Predictor:
         tokenized = encode(self.tokenizer, texts, self.max_len)
         encoded, n_tokens = tokenized["input_ids"].tolist(), tokenized["n_tokens"].tolist()
         ids = pad_batch([torch.tensor(x) for x in encoded], self.model.pad_id)  # (B, T)
-        probs, relevance = explain(self.model, ids)  # (B, K), (B, T)
+        probs, relevance = explain(self.model, ids.to(self.device))  # (B, K), (B, T)
+        probs, relevance = probs.float().cpu(), relevance.float().cpu()
         names = self.class_names
         special = set(self.tokenizer.all_special_ids)
         out = []

@@ -16,13 +16,14 @@ import time
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm import tqdm
 
-from scratchformer.config import PretrainConfig
+from scratchformer.config import PretrainConfig, TrainConfig
+from scratchformer.diagnostics import grouped_parameters
+from scratchformer.distributed import ALONE, World
 from scratchformer.evaluation import accuracy, rounded
+from scratchformer.loop import Loop, Settings, StepResult
 from scratchformer.model import TransformerClassifier
-from scratchformer.tokenization import TokenizedSplit, batches
-from scratchformer.training import TrainingDivergedError, adamw, lr_factor, parameter_groups
+from scratchformer.tokenization import TokenizedSplit
 
 log = logging.getLogger(__name__)
 IGNORE = -100  # label of positions that carry no loss
@@ -62,6 +63,61 @@ class MaskedLMHead(nn.Module):
         return scale * self.transform(h) @ self.embedding.weight.T + self.bias  # (N, V)
 
 
+class MaskedLM(nn.Module):
+    """The pretraining objective for :class:`~scratchformer.loop.Loop`: predict the chosen tokens.
+
+    ``prepare`` draws the masks on the whole global batch (so every process
+    sees the same corruption); the loss is summed over the chosen positions
+    and averaged over all of them, across processes. The classifier's pooling
+    and output layer take no part (``unused_parameters``).
+    """
+
+    unused_parameters = True
+
+    def __init__(self, model: TransformerClassifier, special_ids: list[int], mask_id: int, mask_prob: float):
+        super().__init__()
+        self.model = model
+        self.head = MaskedLMHead(model.embed)
+        self.register_buffer("special", torch.tensor(special_ids), persistent=False)
+        self.mask_id, self.mask_prob = mask_id, mask_prob
+
+    def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        special = torch.isin(ids, self.special.cpu())
+        return mask_tokens(ids, special, self.mask_id, self.head.bias.numel(), self.mask_prob, generator)
+
+    def count(self, labels: Tensor) -> int:
+        return int((labels != IGNORE).sum())
+
+    def grad_groups(self) -> dict[str, list[nn.Parameter]]:
+        groups = grouped_parameters(self.model)
+        tied = {id(p) for params in groups.values() for p in params}
+        groups["mlm_head"] = [p for p in self.head.parameters() if id(p) not in tied]
+        return groups
+
+    def forward(self, inputs: Tensor, labels: Tensor) -> StepResult:
+        h, _, _ = self.model.encode(inputs)  # (B, T, C)
+        chosen = labels != IGNORE  # (B, T)
+        logits = self.head(h[chosen]).float()  # (N, V): only the chosen positions
+        loss = F.cross_entropy(logits, labels[chosen], reduction="sum")
+        return StepResult(loss, loss.detach(), (logits.argmax(1) == labels[chosen]).sum())
+
+
+def settings(config: PretrainConfig, train: TrainConfig) -> Settings:
+    """The loop's settings: the pretrain section, with the train section's precision and logging."""
+    return Settings(
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        grad_clip=1.0,
+        schedule="cosine",
+        warmup_ratio=config.warmup_ratio,
+        bucket_by_length=True,
+        precision=train.precision,
+        log_every=train.log_every,
+    )
+
+
 def pretrain(
     model: TransformerClassifier,
     train: TokenizedSplit,
@@ -70,57 +126,36 @@ def pretrain(
     mask_id: int,
     seed: int,
     device: torch.device,
+    world: World = ALONE,
+    train_config: TrainConfig | None = None,
 ) -> dict:
-    """Train the encoder of ``model`` in place with the MLM objective; return summary metrics."""
-    head = MaskedLMHead(model.embed).to(device)
-    model.to(device).train()
-    params = list({id(p): p for p in [*model.parameters(), *head.parameters()]}.values())
-    optimizer = adamw(parameter_groups([model, head], config.weight_decay), config.lr, device)
-    steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    total = steps_per_epoch * config.epochs
-    schedule = lambda s: lr_factor(s, total, "cosine", config.warmup_ratio)  # noqa: E731
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    order = torch.Generator().manual_seed(seed)
-    masking = torch.Generator().manual_seed(seed + 1)
-    special = torch.tensor(special_ids)
+    """Train the encoder of ``model`` in place with the MLM objective; return summary metrics.
+
+    Runs on the same loop as classification (``train_config`` gives its
+    precision and logging interval; ``world`` its processes).
+    """
+    loop = Loop(
+        MaskedLM(model, special_ids, mask_id, config.mask_prob),
+        settings(config, train_config or TrainConfig()),
+        seed,
+        math.ceil(len(train) / config.batch_size),
+        device,
+        world,
+        label="pretraining",
+        hint="Lower pretrain.lr or warm it up for longer (pretrain.warmup_ratio)",
+    )
     start = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
-        total_loss, correct, count = 0.0, 0, 0
-        bar = tqdm(
-            batches(train, config.batch_size, model.pad_id, order, bucket=True),
-            total=steps_per_epoch,
-            desc=f"pretrain {epoch}/{config.epochs}",
-            leave=False,
-            disable=None,
+        done = loop.run_epoch(train)
+        log.info(
+            "pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f",
+            epoch,
+            done["train_loss"],
+            accuracy(*done["train_accuracy"]),
         )
-        for ids, _ in bar:
-            inputs, labels = mask_tokens(
-                ids, torch.isin(ids, special), mask_id, head.bias.numel(), config.mask_prob, masking
-            )
-            inputs, labels = inputs.to(device), labels.to(device)
-            h, _, _ = model.encode(inputs)  # (B, T, C)
-            chosen = labels != IGNORE  # (B, T)
-            logits = head(h[chosen])  # (N, V): only the chosen positions
-            loss = F.cross_entropy(logits, labels[chosen])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, 1.0).item()
-            n, loss_value = int(chosen.sum()), loss.item()
-            if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
-                raise TrainingDivergedError(
-                    f"pretraining diverged in epoch {epoch} at lr {scheduler.get_last_lr()[0]:.3g}: loss {loss_value}, "
-                    f"gradient norm {grad_norm}. Lower pretrain.lr; no checkpoint was written"
-                )
-            optimizer.step()
-            scheduler.step()
-            total_loss += loss_value * n
-            correct += (logits.argmax(1) == labels[chosen]).sum().item()
-            count += n
-            bar.set_postfix(loss=f"{loss_value:.3f}")
-        log.info("pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f", epoch, total_loss / count, correct / count)
     log.info("pretrained %d epochs in %.1f s on %s", config.epochs, time.perf_counter() - start, device)
     return {
         "epochs": config.epochs,
-        "mlm_loss": rounded(total_loss / count),
-        "masked_accuracy": accuracy(correct, count),
+        "mlm_loss": rounded(done["train_loss"]),
+        "masked_accuracy": accuracy(*done["train_accuracy"]),
     }

@@ -8,6 +8,7 @@ from pathlib import Path
 from scratchformer import acceptance
 from scratchformer.checkpoint import load_checkpoint
 from scratchformer.config import Params
+from scratchformer.distributed import pick_device
 from scratchformer.evaluation import confusion_table, per_class_scores, predict_logits, scores
 from scratchformer.files import write_json
 from scratchformer.tokenization import read_class_names, read_tokenized
@@ -17,9 +18,11 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
     """Accuracy/F1 on validation and test, confusion data, and the acceptance checks.
 
     The metrics are written whatever the checks say; the caller decides what a
-    failure means (``acceptance.failures``).
+    failure means (``acceptance.failures``). Everything runs on the training
+    device (``train.device``); the scores are exact counts, the same on any device.
     """
-    model, _ = load_checkpoint(model_path)
+    device = pick_device(params.train.device)
+    model, _ = load_checkpoint(model_path, device)
     result: dict = {}
     class_names = read_class_names(tokenized_dir)
     if model.config.num_classes != len(class_names):
@@ -29,7 +32,7 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
         )
     splits = {name: read_tokenized(tokenized_dir / name) for name in ("validation", "test")}
     for name, split in splits.items():
-        logits = predict_logits(model, split, batch_size=256)
+        logits = predict_logits(model, split, batch_size=256, device=device)
         s = scores(logits, split.labels)
         result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
         confusion = confusion_table(logits, split.labels, class_names)
@@ -39,8 +42,8 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
     chosen = acceptance.padding_sample(validation.lengths.tolist())
     leak = acceptance.padding_leak(model, [validation.sequence(i) for i in chosen])
     checks = {
-        "attention_max_abs_err": acceptance.attention_max_abs_err(seed=params.seed),
-        "causal_mask_leak": acceptance.causal_mask_leak(seed=params.seed),
+        "attention_max_abs_err": acceptance.attention_max_abs_err(seed=params.seed, device=device),
+        "causal_mask_leak": acceptance.causal_mask_leak(seed=params.seed, device=device),
         "padding_leak": leak.value,
         "padding_leak_checked": leak.checked,
         "validation_accuracy": result["validation"]["accuracy"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -14,12 +15,13 @@ from transformers import PreTrainedTokenizerBase
 from dvclive import Live
 from scratchformer.checkpoint import load_pretrained, save_checkpoint
 from scratchformer.config import Params
+from scratchformer.distributed import ALONE, World, pick_device
 from scratchformer.files import write_json
 from scratchformer.model import Ensemble, TransformerClassifier
 from scratchformer.probe import Probe, make_probe, snapshot
 from scratchformer.resume import load_state, run_key, save_state
 from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_class_names, read_tokenized
-from scratchformer.training import History, fit, grad_norm_summary, pick_device, seed_everything
+from scratchformer.training import History, fit, grad_norm_summary, seed_everything
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +34,18 @@ class Member(NamedTuple):
 
 
 class Curves:
-    """Member ``k``'s curves in ``live`` (prefixed ``member<k>/`` for k > 0)."""
+    """Member ``k``'s curves in ``live`` (prefixed ``member<k>/`` for k > 0); nothing when ``live`` is None.
 
-    def __init__(self, live: Live, k: int) -> None:
+    Only rank 0 of a multi-process run logs (as DVCLive prescribes for DDP);
+    the other ranks get curves that go nowhere.
+    """
+
+    def __init__(self, live: Live | None, k: int) -> None:
         self.live, self.prefix = live, f"member{k}/" if k else ""
 
     def step(self, record: dict) -> None:
+        if self.live is None:
+            return
         self.live.step = record["step"]
         for key, value in record.items():  # loss, grad_norm, lr, layer_grad_norm/<group>
             if key != "step":
@@ -45,6 +53,8 @@ class Curves:
 
     def epoch(self, record: dict) -> None:
         """An epoch's scores; for epoch 0, the untrained model, only its attention statistics."""
+        if self.live is None:
+            return
         self.live.step = record["epoch"]
         for key, value in record.items():
             if key != "epoch" and (record["epoch"] > 0 or key.startswith("attention/")):
@@ -76,6 +86,7 @@ def train_member(
     probe: Probe | None,
     resume: dict | None = None,
     on_state: Callable[[dict], None] = lambda state: None,
+    world: World = ALONE,
 ) -> Member:
     """Train member ``k`` from seed ``params.seed + k``; return it at its best epoch.
 
@@ -108,8 +119,10 @@ def train_member(
         member=k,
         resume=resume,
         on_state=lambda state: on_state({**state, "snapshots": snapshots, "pretrained": pretrained}),
+        world=world,
     )
-    model.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the selected epoch
+    if world.main:  # only rank 0 validates and selects
+        model.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the selected epoch
     return Member(model, history, snapshots, pretrained)
 
 
@@ -140,7 +153,8 @@ def run(
     snapshots_path: Path,
     metrics_path: Path,
     state_path: Path,
-) -> dict:
+    world: World = ALONE,
+) -> dict | None:
     """Train from random init; save the best checkpoint, curves, probe snapshots, metrics.
 
     With ``train.ensemble`` = K > 1, K members are trained one after another from
@@ -151,13 +165,17 @@ def run(
     At the end of every epoch the state of the run goes to ``state_path``
     (see :mod:`scratchformer.resume`); a rerun with the same params and inputs
     continues from there, and the file is removed once the outputs are written.
+
+    Every process of a multi-process run (``world``) calls this; only rank 0
+    writes anything, and only rank 0 returns the metrics (the others None).
     """
     tokenizer = load_tokenizer(str(tokenizer_dir))
     class_names = read_class_names(tokenized_dir)  # the model's output size comes from the data
     params = dataclasses.replace(params, model=params.model.for_classes(class_names))
     train_split = read_tokenized(tokenized_dir / "train")
     val_split = read_tokenized(tokenized_dir / "validation")
-    device = pick_device(params.train.device)
+    device = world.place(pick_device(params.train.device))
+    log.info("rank %d of %d, on %s, %d threads", world.rank, world.size, device, torch.get_num_threads())
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
     read = {"seed": params.seed, "model": params.model, "train": params.train, "probe": params.probe}
     key = run_key(
@@ -166,7 +184,8 @@ def run(
     saved = load_state(state_path, key) or {"members": [], "current": None}
     done: list[dict] = list(saved["members"])
     members: list[Member] = []
-    with Live(str(live_dir), dvcyaml=False, save_dvc_exp=False) as live:
+    live_or_none = Live(str(live_dir), dvcyaml=False, save_dvc_exp=False) if world.main else contextlib.nullcontext()
+    with live_or_none as live:
         for k in range(params.train.ensemble):
             curves = Curves(live, k)
             if k < len(done):  # finished before the run stopped
@@ -188,10 +207,14 @@ def run(
                     on_state=lambda state, k=k: save_state(
                         state_path, {"key": key, "members": done, "current": {**state, "member": k}}
                     ),
+                    world=world,
                 )
                 done.append(finished(member))
-                save_state(state_path, {"key": key, "members": done, "current": None})
+                if world.main:
+                    save_state(state_path, {"key": key, "members": done, "current": None})
             members.append(member)
+    if not world.main:
+        return None
     histories = [m.history for m in members]
     final = members[0].model if len(members) == 1 else Ensemble([m.model for m in members])
     save_checkpoint(

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from scratchformer import attention, encoder, model, positional, tokenization, training
+from scratchformer import attention, encoder, loop, model, positional, tokenization
 from scratchformer.config import Params, load_params
 
 PAGE = Path("docs/walkthrough.md")
@@ -321,12 +321,14 @@ training, the untrained model's loss is {_num(m["loss"])}; a uniform guess would
 
 ## 8. One training step, with clipping
 
-`fit` runs this for every batch: forward, loss, backward, then the gradient is clipped to a global norm of
+`Loop.run_epoch`, the loop that training and pretraining share, runs this for every batch: corruption
+drawn on the whole batch (`prepare`), this process's share of it, forward (under autocast when
+`train.precision` asks), loss, backward, then the gradient is clipped to a global norm of
 `train.grad_clip` = {params.train.grad_clip:g} before AdamW steps. The global norm is measured once, as the
 norm of each layer's gradient norm, and `clip_grads_with_norm_` scales the gradients by it; the norms
-*before* clipping are what the pipeline logs.
+*before* clipping are what the pipeline logs, read from the device every `train.log_every` steps.
 
-{loop_calling(training.fit, "clip_grads_with_norm_")}
+{loop_calling(loop.Loop.run_epoch, "clip_grads_with_norm_")}
 
 On the probe alone the untrained model's gradient norm before clipping is {_num(m["grad_norm"])}; after
 clipping it is {_num(m["grad_norm_after"])}.

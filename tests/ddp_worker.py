@@ -1,0 +1,72 @@
+"""One rank of a data-parallel training run, for tests/test_distributed.py (started through torchrun).
+
+    python -m ddp_worker OUT [--fail-rank R] [--precision P]
+
+Trains a tiny classifier on a learnable synthetic split with ``fit``; rank 0
+saves the final weights and the step records to OUT. With ``--fail-rank R``,
+rank R raises in the middle of the first epoch, while the others wait for it
+inside a gradient all-reduce.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from scratchformer import distributed
+from scratchformer.config import ModelConfig, TrainConfig
+from scratchformer.model import TransformerClassifier
+from scratchformer.tokenization import TokenizedSplit
+from scratchformer.training import fit
+
+
+def split(n: int, seed: int) -> TokenizedSplit:
+    """``n`` sequences labelled by whether token 1 or token 2 is more frequent."""
+    g = torch.Generator().manual_seed(seed)
+    ids, labels = [], []
+    for _ in range(n):
+        x = torch.randint(1, 3, (int(torch.randint(4, 12, (1,), generator=g)),), generator=g)
+        ids.append(x)
+        labels.append(int((x == 1).sum() > (x == 2).sum()))
+    return TokenizedSplit.from_sequences(ids, labels)
+
+
+def train(world: distributed.World, fail_rank: int | None = None, precision: str = "fp32") -> dict:
+    torch.manual_seed(0)
+    model = TransformerClassifier(
+        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0), 30
+    )
+    records = []
+
+    def on_step(record: dict) -> None:
+        records.append(record)
+        if world.rank == fail_rank and record["step"] == 2:
+            raise RuntimeError(f"rank {world.rank} was told to fail")
+
+    # 100 rows in batches of 12: the last batch (4 rows) splits unevenly over 3 ranks.
+    config = TrainConfig(epochs=2, batch_size=12, lr=3e-3, precision=precision)
+    fit(model, split(100, 0), split(40, 1), config, 0, torch.device("cpu"), on_step=on_step, world=world)
+    return {"weights": model.state_dict(), "steps": records}
+
+
+@record
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--fail-rank", type=int)
+    parser.add_argument("--precision", default="fp32")
+    args = parser.parse_args()
+    world = distributed.init("cpu")
+    try:
+        result = train(world, args.fail_rank, args.precision)
+    finally:
+        distributed.shutdown()
+    if world.main:
+        torch.save(result, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
