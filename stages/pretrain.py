@@ -26,6 +26,7 @@ def main() -> None:
     parser.add_argument("--tokenizer", type=Path, required=True)
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--metrics", type=Path, required=True)
+    parser.add_argument("--state", type=Path, required=True, help="resumable state; not a DVC output")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     params = load_params(args.params)
@@ -34,7 +35,7 @@ def main() -> None:
         return
     world = distributed.init(params.train.device)
     try:
-        metrics = pretrain.run(params, args.tokenized, args.tokenizer, args.model, args.metrics, world)
+        metrics = pretrain.run(params, args.tokenized, args.tokenizer, args.model, args.metrics, args.state, world)
     except TrainingDivergedError as err:
         sys.exit(f"pretrain: {err}")
     finally:

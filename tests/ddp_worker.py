@@ -1,6 +1,6 @@
 """One rank of a data-parallel training run, for tests/test_distributed.py (started through torchrun).
 
-    python -m ddp_worker OUT [--fail-rank R] [--precision P]
+    python -m ddp_worker OUT [--fail-rank R] [--precision P] [--log-every N]
 
 Trains a tiny classifier on a learnable synthetic split with ``fit``; rank 0
 saves the final weights and the step records to OUT. With ``--fail-rank R``,
@@ -34,7 +34,7 @@ def split(n: int, seed: int) -> TokenizedSplit:
     return TokenizedSplit.from_sequences(ids, labels)
 
 
-def train(world: distributed.World, fail_rank: int | None = None, precision: str = "fp32") -> dict:
+def train(world: distributed.World, fail_rank: int | None = None, precision: str = "fp32", log_every: int = 1) -> dict:
     torch.manual_seed(0)
     model = TransformerClassifier(
         ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0), 30
@@ -47,7 +47,7 @@ def train(world: distributed.World, fail_rank: int | None = None, precision: str
             raise RuntimeError(f"rank {world.rank} was told to fail")
 
     # 100 rows in batches of 12: the last batch (4 rows) splits unevenly over 3 ranks.
-    config = TrainConfig(epochs=2, batch_size=12, lr=3e-3, precision=precision)
+    config = TrainConfig(epochs=2, batch_size=12, lr=3e-3, precision=precision, log_every=log_every)
     fit(model, split(100, 0), split(40, 1), config, 0, torch.device("cpu"), on_step=on_step, world=world)
     return {"weights": model.state_dict(), "steps": records}
 
@@ -58,10 +58,11 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--fail-rank", type=int)
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--log-every", type=int, default=1)
     args = parser.parse_args()
     world = distributed.init("cpu")
     try:
-        result = train(world, args.fail_rank, args.precision)
+        result = train(world, args.fail_rank, args.precision, args.log_every)
     finally:
         distributed.shutdown()
     if world.main:

@@ -60,3 +60,34 @@ def test_pretraining_learns_the_corpus_and_round_trips(tmp_path):
     )
     with pytest.raises(ValueError, match="pretrained with"):
         load_pretrained(other, tmp_path / "pre.pt")
+
+
+def test_a_resumed_pretraining_ends_bit_identical_to_an_uninterrupted_one():
+    config = PretrainConfig(epochs=3, batch_size=16, lr=1e-2)
+    model_config = ModelConfig(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=16, num_classes=2)
+
+    def fresh():
+        torch.manual_seed(0)  # dropout on: the RNG state must travel with the state too
+        return TransformerClassifier(model_config, vocab_size=50)
+
+    whole = fresh()
+    expected = pretrain(whole, corpus(64), config, [0, 2, 3], 4, 0, "cpu")
+
+    class KilledError(Exception):
+        pass
+
+    saved = []
+
+    def kill_after_first_epoch(state):
+        saved.append(state)
+        raise KilledError
+
+    with pytest.raises(KilledError):
+        pretrain(fresh(), corpus(64), config, [0, 2, 3], 4, 0, "cpu", on_state=kill_after_first_epoch)
+    assert saved[0]["epoch"] == 1
+    resumed = fresh()
+    torch.manual_seed(123)  # whatever the new process's generator holds, the state's takes over
+    got = pretrain(resumed, corpus(64), config, [0, 2, 3], 4, 0, "cpu", resume=saved[0])
+    assert got == expected
+    for name, value in whole.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], value), name

@@ -189,54 +189,24 @@ class Loop:
         ``log_every`` (the values are read from the device then, once).
         """
         self.epoch += 1
-        s, model = self.settings, self.model
-        max_norm = s.grad_clip if s.grad_clip > 0 else math.inf
+        s = self.settings
         pending: list[tuple[Tensor, dict]] = []  # values still on the device, with their host-side facts
         loss_sum = hits = 0.0
         seen = 0
         bar = tqdm(
-            batches(data, s.batch_size, model.pad_id, self.order, s.bucket_by_length),
+            batches(data, s.batch_size, self.model.pad_id, self.order, s.bucket_by_length),
             total=self.steps_per_epoch,
             desc=f"epoch {self.epoch}/{s.epochs}",
             leave=False,
             disable=None,
         )
         for i, (ids, labels) in enumerate(bar):
-            ids, labels = self.objective.prepare(ids, labels, self.draws)  # on the whole global batch
-            n = self.objective.count(labels)  # rows the loss is averaged over, all ranks together
-            ids, labels = self.world.shard(ids).to(self.device), self.world.shard(labels).to(self.device)
-            with autocast(self.device, s.precision):
-                out = self.ddp(ids, labels)
-            # Sum over this rank's rows / global rows; DDP averages over ranks, so × size.
-            loss = out.loss / n
-            self.optimizer.zero_grad(set_to_none=True)
-            objective = loss * self.world.size if self.world.size > 1 else loss
-            if self.scaler is not None:
-                self.scaler.scale(objective).backward()
-                self.scaler.unscale_(self.optimizer)
-            else:
-                objective.backward()
-            # Each layer's gradient norm before clipping; the global norm is the norm of those,
-            # and clipping uses it rather than measuring every gradient a second time.
-            per_group = group_grad_norms(self.groups)  # (G,)
-            total = torch.linalg.vector_norm(per_group)
-            torch.nn.utils.clip_grads_with_norm_(self.objective.parameters(), max_norm, total)
-            values = torch.stack([loss.detach(), out.plain.detach(), out.hits.to(total.dtype), total, *per_group])
-            facts = {"step": self.step, "lr": self.scheduler.get_last_lr()[0], "count": n}
-            pending.append((values, facts))
+            pending.append(self.gradients(ids, labels))
             records = []
             if len(pending) == s.log_every or i == self.steps_per_epoch - 1:
-                records = self._read(pending)  # the one host sync of the interval
+                records = self._read(pending)  # the one host sync of the interval; stops a diverged run
                 pending = []
-            if self.scaler is not None:
-                self.scaler.step(self.optimizer)  # skipped when fp16 overflowed; the scale then shrinks
-                self.scaler.update()
-            else:
-                self.optimizer.step()
-            self.scheduler.step()
-            if self.ema is not None:
-                self.ema.update_parameters(model)
-            self.step += 1
+            self._update()
             for record, plain, right, count in records:
                 loss_sum += plain
                 hits += right
@@ -246,6 +216,47 @@ class Loop:
                 bar.set_postfix(loss=f"{records[-1][0]['loss']:.3f}")
         return {"train_loss": loss_sum / seen, "train_accuracy": (int(hits), seen)}
 
+    def gradients(self, ids: Tensor, labels: Tensor) -> tuple[Tensor, dict]:
+        """Forward, loss, backward and clipping for one global batch; the optimizer has not stepped yet.
+
+        Returns the step's logged values, still on the device (loss, plain
+        loss, hits, gradient norm, each group's gradient norm), and what is
+        already known on the host (step, lr, rows).
+        """
+        ids, labels = self.objective.prepare(ids, labels, self.draws)  # on the whole global batch
+        n = self.objective.count(labels)  # rows the loss is averaged over, all ranks together
+        ids, labels = self.world.shard(ids).to(self.device), self.world.shard(labels).to(self.device)
+        with autocast(self.device, self.settings.precision):
+            out = self.ddp(ids, labels)
+        loss = out.loss / n  # this rank's share of the global mean; the shares sum to it
+        self.optimizer.zero_grad(set_to_none=True)
+        objective = loss * self.world.size if self.world.size > 1 else loss  # DDP averages over ranks: × size
+        if self.scaler is not None:
+            self.scaler.scale(objective).backward()
+            self.scaler.unscale_(self.optimizer)
+        else:
+            objective.backward()
+        # Each layer's gradient norm before clipping; the global norm is the norm of those,
+        # and clipping uses it rather than measuring every gradient a second time.
+        per_group = group_grad_norms(self.groups)  # (G,)
+        total = torch.linalg.vector_norm(per_group)
+        max_norm = self.settings.grad_clip if self.settings.grad_clip > 0 else math.inf
+        torch.nn.utils.clip_grads_with_norm_(self.objective.parameters(), max_norm, total)
+        values = torch.stack([loss.detach(), out.plain.detach(), out.hits.to(total.dtype), total, *per_group])
+        return values, {"step": self.step, "lr": self.scheduler.get_last_lr()[0], "count": n}
+
+    def _update(self) -> None:
+        """Apply the clipped gradients: the optimizer (through the loss scaler in fp16), the schedule, the EMA."""
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)  # skipped when fp16 overflowed; the scale then shrinks
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.scheduler.step()
+        if self.ema is not None:
+            self.ema.update_parameters(self.model)
+        self.step += 1
+
     def _read(self, pending: list[tuple[Tensor, dict]]) -> list[tuple[dict, float, float, int]]:
         """Bring the pending steps' values to the host (summed over ranks); stop on divergence.
 
@@ -254,7 +265,7 @@ class Loop:
         the same on every rank (DDP averaged the gradients) and are not.
         """
         rows = torch.stack([values for values, _ in pending])  # (S, 4 + G)
-        self.world.sum(rows[:, :3])
+        rows[:, :3] = self.world.sum(rows[:, :3].contiguous())  # collectives need contiguous memory
         out = []
         for (loss, plain, right, grad_norm, *norms), (_, facts) in zip(rows.tolist(), pending, strict=True):
             finite_grad = math.isfinite(grad_norm) or self.scaler is not None  # fp16 overflow: the scaler skips
@@ -281,7 +292,7 @@ class Loop:
         return {
             "epoch": self.epoch,
             "step": self.step,
-            "model": self.model.state_dict(),
+            "objective": self.objective.state_dict(),  # the model, and an objective's own layers (MLM head)
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "ema": self.ema.state_dict() if self.ema is not None else None,
@@ -293,7 +304,7 @@ class Loop:
 
     def restore(self, state: dict) -> None:
         """Load a :meth:`state` back: the run continues as if it had never stopped."""
-        self.model.load_state_dict(state["model"])
+        self.objective.load_state_dict(state["objective"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         if self.ema is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -128,11 +129,15 @@ def pretrain(
     device: torch.device,
     world: World = ALONE,
     train_config: TrainConfig | None = None,
+    resume: dict | None = None,
+    on_state: Callable[[dict], None] = lambda state: None,
 ) -> dict:
     """Train the encoder of ``model`` in place with the MLM objective; return summary metrics.
 
     Runs on the same loop as classification (``train_config`` gives its
-    precision and logging interval; ``world`` its processes).
+    precision and logging interval; ``world`` its processes). At the end of
+    every epoch rank 0's ``on_state`` receives the loop's state; handing it
+    back as ``resume`` continues from there.
     """
     loop = Loop(
         MaskedLM(model, special_ids, mask_id, config.mask_prob),
@@ -144,15 +149,19 @@ def pretrain(
         label="pretraining",
         hint="Lower pretrain.lr or warm it up for longer (pretrain.warmup_ratio)",
     )
+    done = None
+    if resume is not None:
+        loop.restore(resume)
+        done = resume["done"]
+        log.info("pretraining: resuming after epoch %d of %d", loop.epoch, config.epochs)
     start = time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
+    while loop.epoch < config.epochs:
         done = loop.run_epoch(train)
-        log.info(
-            "pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f",
-            epoch,
-            done["train_loss"],
-            accuracy(*done["train_accuracy"]),
-        )
+        mlm_loss, masked_accuracy = done["train_loss"], accuracy(*done["train_accuracy"])
+        log.info("pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f", loop.epoch, mlm_loss, masked_accuracy)
+        state = loop.state()  # collective: all ranks take part
+        if world.main:
+            on_state({**state, "done": done})
     log.info("pretrained %d epochs in %.1f s on %s", config.epochs, time.perf_counter() - start, device)
     return {
         "epochs": config.epochs,

@@ -10,6 +10,7 @@ from scratchformer.distributed import ALONE, World, pick_device
 from scratchformer.files import write_json
 from scratchformer.model import TransformerClassifier
 from scratchformer.pretraining import pretrain
+from scratchformer.resume import load_state, run_key, save_state
 from scratchformer.tokenization import load_tokenizer, read_class_names, read_tokenized
 from scratchformer.training import seed_everything
 
@@ -20,9 +21,15 @@ def run(
     tokenizer_dir: Path,
     model_path: Path,
     metrics_path: Path,
+    state_path: Path,
     world: World = ALONE,
 ) -> dict | None:
-    """Pretrain (or record that pretraining is off); only rank 0 writes and returns the metrics."""
+    """Pretrain (or record that pretraining is off); only rank 0 writes and returns the metrics.
+
+    As in the train stage, the loop's state goes to ``state_path`` at the end
+    of every epoch (see :mod:`scratchformer.resume`): a rerun with the same
+    params and inputs continues from there; the file is removed at the end.
+    """
     if params.pretrain.epochs == 0:
         if world.main:
             save_no_pretraining(model_path)
@@ -34,6 +41,9 @@ def run(
     model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
     train_split = read_tokenized(tokenized_dir / "train")
     device = world.place(pick_device(params.train.device))
+    loop_params = {k: getattr(params.train, k) for k in ("device", "nproc", "precision", "log_every")}
+    read = {"seed": params.seed, "model": params.model, "pretrain": params.pretrain, "train": loop_params}
+    key = run_key(read, [tokenized_dir, tokenizer_dir])
     metrics = pretrain(
         model,
         train_split,
@@ -44,9 +54,12 @@ def run(
         device,
         world,
         params.train,
+        resume=load_state(state_path, key),
+        on_state=lambda state: save_state(state_path, {**state, "key": key}),
     )
     if not world.main:
         return None
     save_checkpoint(model_path, model.cpu(), pretrained=True)
     write_json(metrics_path, {"pretrain": metrics})
+    state_path.unlink(missing_ok=True)
     return metrics

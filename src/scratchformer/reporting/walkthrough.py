@@ -321,14 +321,18 @@ training, the untrained model's loss is {_num(m["loss"])}; a uniform guess would
 
 ## 8. One training step, with clipping
 
-`Loop.run_epoch`, the loop that training and pretraining share, runs this for every batch: corruption
-drawn on the whole batch (`prepare`), this process's share of it, forward (under autocast when
-`train.precision` asks), loss, backward, then the gradient is clipped to a global norm of
+For every batch, `Loop.run_epoch` — the loop that training and pretraining share — calls
+`Loop.gradients`: corruption drawn on the whole batch (`prepare`), this process's share of it,
+forward (under autocast when `train.precision` asks), loss, backward, then the gradient is clipped to a global norm of
 `train.grad_clip` = {params.train.grad_clip:g} before AdamW steps. The global norm is measured once, as the
 norm of each layer's gradient norm, and `clip_grads_with_norm_` scales the gradients by it; the norms
 *before* clipping are what the pipeline logs, read from the device every `train.log_every` steps.
 
-{loop_calling(loop.Loop.run_epoch, "clip_grads_with_norm_")}
+{code(loop.Loop.gradients)}
+
+`run_epoch` then reads the pending values every `train.log_every` steps and applies the update:
+
+{loop_calling(loop.Loop.run_epoch, "gradients")}
 
 On the probe alone the untrained model's gradient norm before clipping is {_num(m["grad_norm"])}; after
 clipping it is {_num(m["grad_norm_after"])}.
