@@ -76,7 +76,7 @@ class World:
             module,
             device_ids=[device] if device.type == "cuda" else None,
             find_unused_parameters=find_unused_parameters,
-            broadcast_buffers=False,
+            forward_sync_buffers=False,
         )
 
 
