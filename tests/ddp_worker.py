@@ -1,6 +1,6 @@
 """One rank of a data-parallel training run, for tests/test_distributed.py (started through torchrun).
 
-    python -m ddp_worker OUT [--fail-rank R] [--precision P] [--log-every N]
+    python -m ddp_worker OUT [--fail-rank R] [--precision P] [--log-every N] [--mlm]
 
 Trains a tiny classifier on a learnable synthetic split with ``fit``; rank 0
 saves the final weights and the step records to OUT. With ``--fail-rank R``,
@@ -52,6 +52,24 @@ def train(world: distributed.World, fail_rank: int | None = None, precision: str
     return {"weights": model.state_dict(), "steps": records}
 
 
+def pretrain_mlm(world: distributed.World) -> dict:
+    """Two epochs of masked-language-model pretraining on counting sequences; the summary and weights."""
+    from scratchformer.config import PretrainConfig
+    from scratchformer.pretraining import pretrain
+
+    g = torch.Generator().manual_seed(0)
+    starts = torch.randint(0, 20, (90,), generator=g)
+    ids = [torch.cat([torch.tensor([2]), (torch.arange(10) + s) % 20 + 5, torch.tensor([3])]) for s in starts]
+    corpus = TokenizedSplit.from_sequences(ids, [0] * len(ids))
+    torch.manual_seed(0)
+    model = TransformerClassifier(
+        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0), 30
+    )
+    config = PretrainConfig(epochs=2, batch_size=16, lr=5e-3)
+    metrics = pretrain(model, corpus, config, [0, 2, 3], 4, 0, torch.device("cpu"), world)
+    return {"metrics": metrics, "weights": model.state_dict()}
+
+
 @record
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -59,10 +77,11 @@ def main() -> None:
     parser.add_argument("--fail-rank", type=int)
     parser.add_argument("--precision", default="fp32")
     parser.add_argument("--log-every", type=int, default=1)
+    parser.add_argument("--mlm", action="store_true", help="pretrain with the masked-LM objective instead")
     args = parser.parse_args()
     world = distributed.init("cpu")
     try:
-        result = train(world, args.fail_rank, args.precision, args.log_every)
+        result = pretrain_mlm(world) if args.mlm else train(world, args.fail_rank, args.precision, args.log_every)
     finally:
         distributed.shutdown()
     if world.main:

@@ -55,6 +55,20 @@ def test_n_processes_train_like_one(tmp_path, n, log_every):
 
 
 @pytest.mark.slow
+def test_two_processes_pretrain_like_one(tmp_path):
+    # The masks are drawn on the global batch, the loss averaged over all chosen tokens of all ranks,
+    # and the classifier's unused head does not stall DDP.
+    one = ddp_worker.pretrain_mlm(ALONE)
+    result = launch(2, str(tmp_path / "out.pt"), "--mlm")
+    assert result.returncode == 0, result.stderr
+    two = torch.load(tmp_path / "out.pt")
+    assert two["metrics"]["masked_accuracy"] == one["metrics"]["masked_accuracy"]
+    assert two["metrics"]["mlm_loss"] == pytest.approx(one["metrics"]["mlm_loss"], abs=1e-4)
+    diff = max((two["weights"][k] - one["weights"][k]).abs().max().item() for k in one["weights"])
+    assert diff < 5e-3, diff
+
+
+@pytest.mark.slow
 def test_a_failing_rank_fails_the_run_with_its_error_and_leaves_no_process(tmp_path):
     marker = str(tmp_path / "failing-run.pt")  # in every rank's command line
     result = launch(2, marker, "--fail-rank", "1")

@@ -155,3 +155,12 @@ def test_plot_refuses_what_it_cannot_draw(trained, capsys, args, message):
     model, tokenizer = trained
     assert main(["predict", "--model", str(model), "--tokenizer", str(tokenizer), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_device_flag_places_the_model_and_refuses_a_missing_device(trained, capsys, monkeypatch):
+    model, tokenizer = trained
+    args = ["predict", "--model", str(model), "--tokenizer", str(tokenizer), "房间很差"]
+    assert main([*args, "--device", "cpu"]) == 0
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main([*args, "--device", "cuda"]) == 2
+    assert "'cuda' asked for, but this machine has no CUDA device" in capsys.readouterr().err

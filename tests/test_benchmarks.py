@@ -1,0 +1,30 @@
+"""The GPU check's own logic, on a machine without a GPU (the measurements need one)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).parents[1]
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_check_runs_the_readmes_best_recipe():
+    settings = load("gpu_check").best_settings(ROOT / "README.md")
+    assert settings and all("=" in s for s in settings)
+    assert any(s.startswith("train.ensemble=") for s in settings)
+    assert not any(s.startswith(("train.device=", "train.precision=")) for s in settings)  # the check sets those
+
+
+def test_gpu_check_says_so_when_there_is_no_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("sys.argv", ["gpu_check.py"])
+    with pytest.raises(SystemExit, match="no CUDA device on this machine; nothing measured"):
+        load("gpu_check").main()
