@@ -101,6 +101,7 @@ class ModelConfig:
     norm: Literal["pre", "post"] = "pre"
     ngram_max: int = 1  # also embed the 2..ngram_max-grams ending at each token (1 = tokens only)
     ngram_buckets: int = 65536  # rows of the hashed n-gram embedding table
+    wide_ngrams: int = 0  # > 0: add a linear model over the bag of 1..wide_ngrams-grams to the logits
 
     def __post_init__(self) -> None:
         for key in ("d_model", "n_heads", "n_layers", "ff_dim", "max_len", "ngram_max", "ngram_buckets"):
@@ -115,6 +116,7 @@ class ModelConfig:
         if self.positional == "rope":
             _require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         _require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
+        _require(0 <= self.wide_ngrams <= 6, "model.wide_ngrams", self.wide_ngrams, "must be in 0..6 (0 = off)")
         if self.num_classes is not None:
             _require(self.num_classes >= 2, "model.num_classes", self.num_classes, "must be >= 2")
         _require(
@@ -220,16 +222,18 @@ class ProbeConfig:
 
 @dataclass(frozen=True)
 class BaselineConfig:
-    """Character n-gram TF-IDF + logistic regression, the classical reference."""
+    """Character n-gram TF-IDF + logistic regression, and + a linear SVM: the classical references."""
 
     ngram_max: int = 3  # character 1..ngram_max-grams
     min_df: int = 1
-    C: float = 10.0  # inverse regularisation strength
+    C: float = 10.0  # inverse regularisation strength of the logistic regression
+    svm_c: float = 1.0  # that of the linear SVM
 
     def __post_init__(self) -> None:
         _require(1 <= self.ngram_max <= 6, "baseline.ngram_max", self.ngram_max, "must be in 1..6")
         _require(self.min_df >= 1, "baseline.min_df", self.min_df, "must be >= 1")
         _require(self.C > 0, "baseline.C", self.C, "must be > 0")
+        _require(self.svm_c > 0, "baseline.svm_c", self.svm_c, "must be > 0")
 
 
 @dataclass(frozen=True)

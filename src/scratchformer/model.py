@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from scratchformer.config import ModelConfig
 from scratchformer.encoder import EncoderBlock
-from scratchformer.ngrams import HashedNgramEmbedding
+from scratchformer.ngrams import HashedNgramEmbedding, WideNgramBag
 from scratchformer.pooling import make_pooling
 from scratchformer.positional import (
     LearnedPositionalEncoding,
@@ -95,12 +95,20 @@ class TransformerClassifier(Classifier):
         self.ln_f = nn.LayerNorm(C) if config.norm == "pre" else nn.Identity()
         self.pool = make_pooling(config.pooling, C)
         self.head = nn.Linear(C, config.num_classes)
+        self.wide = (
+            WideNgramBag(config.wide_ngrams, config.ngram_buckets, vocab_size, config.num_classes, pad_id)
+            if config.wide_ngrams
+            else None
+        )
 
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
         """Forward pass that also returns ``layer``'s attention and the pooling weights."""
         h, pad, attention = self.encode(input_ids, layer)
         pooled, pool_weights = self.pool(h, pad)  # (B, C), (B, T)
-        return Inspection(self.head(pooled), attention, pool_weights)
+        logits = self.head(pooled)  # (B, K)
+        if self.wide is not None:
+            logits = logits + self.wide(input_ids)  # the bag of n-grams' own scores (wide & deep)
+        return Inspection(logits, attention, pool_weights)
 
     def encode(self, input_ids: Tensor, layer: int = -1) -> tuple[Tensor, Tensor, Tensor]:
         """Token vectors (B, T, C), the padding mask (B, T) and ``layer``'s attention (B, H, T, T)."""

@@ -66,3 +66,36 @@ class HashedNgramEmbedding(nn.Module):
         for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id):
             out = out + self.table(ids)  # (B, T, C)
         return out
+
+
+class WideNgramBag(nn.Module):
+    """A linear model over the bag of a text's 1..max_n-grams, read beside the Transformer.
+
+    The classical reference (TF-IDF over character n-grams + a linear classifier)
+    reads every n-gram of the review at once and beats small Transformers trained
+    from scratch on ~10k reviews; its mistakes differ from theirs. This branch is
+    that linear model inside the network ("wide & deep", Cheng et al. 2016): each
+    token and each hashed 2..max_n-gram has a row of K class scores, and the
+    branch adds Σ rows / √(number of n-grams) to the Transformer's logits (the
+    √ plays the part of TF-IDF's L2 normalisation of a bag). Both are trained
+    together, on the same loss. Rows start at zero, so the untrained branch says
+    nothing; PAD and the n-grams that touch it have zero rows that never train,
+    so padding changes nothing here either.
+    """
+
+    def __init__(self, max_n: int, buckets: int, vocab_size: int, num_classes: int, pad_id: int) -> None:
+        super().__init__()
+        self.max_n, self.buckets, self.pad_id = max_n, buckets, pad_id
+        self.unigrams = nn.Embedding(vocab_size, num_classes, padding_idx=pad_id)
+        self.table = nn.Embedding(buckets + 1, num_classes, padding_idx=0)  # row 0: no n-gram here
+        nn.init.zeros_(self.unigrams.weight)
+        nn.init.zeros_(self.table.weight)
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        """input_ids (B, T) -> class scores (B, K)."""
+        scores = self.unigrams(input_ids).sum(dim=1)  # (B, K)
+        count = (input_ids != self.pad_id).sum(dim=1)  # (B,)
+        for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id):
+            scores = scores + self.table(ids).sum(dim=1)
+            count = count + (ids != 0).sum(dim=1)
+        return scores / count.clamp(min=1).to(scores.dtype).sqrt()[:, None]  # (B, K)

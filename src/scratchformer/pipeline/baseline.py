@@ -1,4 +1,4 @@
-"""Stage baseline: char n-gram TF-IDF + logistic regression on the raw splits."""
+"""Stage baseline: char n-gram TF-IDF + logistic regression, and + a linear SVM, on the raw splits."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ from scratchformer.files import write_json
 
 def run(params: Params, raw_dir: Path, metrics_path: Path) -> dict:
     others = {name: read_split(raw_dir, name) for name in ("validation", "test")}
-    result = {"baseline": fit_and_score(params.baseline, params.seed, read_split(raw_dir, "train"), others)}
+    train = read_split(raw_dir, "train")
+    result = {
+        "baseline": fit_and_score(params.baseline, params.seed, train, others),  # logistic regression
+        "svm": fit_and_score(params.baseline, params.seed, train, others, classifier="svm"),
+    }
     write_json(metrics_path, result)
     return result
