@@ -53,7 +53,10 @@ def exp_record(name, n_layers=2, norm="pre", acc=0.8, rev="abc1234"):
             "metrics": {
                 "metrics/eval.json": {"data": {"validation": {"accuracy": acc}, "test": {"accuracy": acc}}},
                 "metrics/baseline.json": {
-                    "data": {"baseline": {"validation": {"accuracy": 0.916}, "test": {"accuracy": 0.925}}}
+                    "data": {
+                        "baseline": {"validation": {"accuracy": 0.916}, "test": {"accuracy": 0.925}},
+                        "svm": {"validation": {"accuracy": 0.9175}, "test": {"accuracy": 0.9258}},
+                    }
                 },
             },
         },
@@ -92,6 +95,7 @@ def test_comparison_puts_reference_best_and_baseline_side_by_side():
     assert lines[2].startswith("| reference (params.yaml) | 0.835 |")
     assert lines[3].startswith("| `best` experiment | 0.93 |")
     assert lines[4].startswith("| char 1–3-gram TF-IDF + logistic regression | 0.916 | 0.925 |")
+    assert lines[5].startswith("| char 1–3-gram TF-IDF + linear SVM | 0.9175 | 0.9258 |")
 
 
 def test_ablation_groups():

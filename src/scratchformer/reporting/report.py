@@ -18,6 +18,7 @@ from scratchformer.config import Params
 from scratchformer.files import write_text
 from scratchformer.reporting.commands import ReportError, dvc_json, run
 from scratchformer.reporting.page import fmt
+from scratchformer.reporting.seeds import seed_groups, seed_table
 
 
 def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
@@ -54,6 +55,8 @@ def results_table(metrics: dict[str, Any]) -> str:
         ("acceptance passed", "eval:acceptance.passed"),
         ("n-gram baseline validation accuracy", "baseline:baseline.validation.accuracy"),
         ("n-gram baseline test accuracy", "baseline:baseline.test.accuracy"),
+        ("n-gram linear SVM validation accuracy", "baseline:svm.validation.accuracy"),
+        ("n-gram linear SVM test accuracy", "baseline:svm.test.accuracy"),
         ("best epoch (lowest validation loss)", "train:best_epoch"),
         ("parameters", "train:parameters"),
     ]
@@ -130,6 +133,14 @@ def comparison_table(records: list[dict], best_name: str = "best") -> str:
                 "eval:test.accuracy": head["baseline:baseline.test.accuracy"],
             }
         )
+    if head and "baseline:svm.validation.accuracy" in head:
+        rows.append(
+            {
+                "label": "char 1–3-gram TF-IDF + linear SVM",
+                "eval:validation.accuracy": head["baseline:svm.validation.accuracy"],
+                "eval:test.accuracy": head["baseline:svm.test.accuracy"],
+            }
+        )
     return markdown_table(rows, COMPARISON_COLUMNS)
 
 
@@ -199,6 +210,12 @@ def update_readme(path: Path) -> None:
             text = replace_block(text, "best", best_command(records))
             if "<!-- members:start -->" in text:
                 text = replace_block(text, "members", members_line(records))
+    if "<!-- seeds:start -->" in text:
+        groups = seed_groups(experiments(dvc_json("exp", "show", "--all-commits")))
+        if groups:
+            text = replace_block(text, "seeds", seed_table(groups))
+        else:  # like the comparison: experiments are local refs; a clone without them keeps the block
+            print("no experiments here that differ only in seed: seeds block left as committed")
     if "<!-- review:start -->" in text:
         text = replace_block(text, "review", review_block(text))
     write_text(path, text)
@@ -352,11 +369,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scratchformer.reporting.report", description=__doc__)
     parser.add_argument(
         "what",
-        choices=["readme", "review", "ablations", "layers"],
-        help="review: only the README's example review; layers: only the ablations' Pre-LN vs Post-LN layer table",
+        choices=["readme", "review", "ablations", "layers", "seeds"],
+        help="review: only the README's example review; layers: only the ablations' Pre-LN vs Post-LN layer table; "
+        "seeds: print experiments that differ only in seed as mean ± std",
     )
     parser.add_argument("--file", type=Path, help="default: README.md, or docs/ablations.md")
     args = parser.parse_args(argv)
+    if args.what == "seeds":
+        print(seed_table(seed_groups(experiments(dvc_json("exp", "show", "--all-commits")))))
+        return
     if args.what in ("readme", "review"):
         path = args.file or Path("README.md")
         (update_readme if args.what == "readme" else update_review)(path)
