@@ -70,6 +70,7 @@ def exp_show():
             "revs": [
                 exp_record("post6", n_layers=6, norm="post", acc=0.7, rev="d1"),
                 exp_record("best", acc=0.93, rev="d2"),
+                exp_record("wide", acc=0.87, rev="d3"),
             ]
         }
     ]
@@ -85,7 +86,7 @@ def test_results_table_comes_from_the_metrics():
 
 def test_experiments_are_flattened():
     records = experiments(exp_show())
-    assert [r["name"] for r in records] == ["abc1234", "post6", "best"]
+    assert [r["name"] for r in records] == ["abc1234", "post6", "best", "wide"]
     assert records[1]["model.norm"] == "post" and records[1]["eval:test.accuracy"] == 0.7
 
 
@@ -94,8 +95,9 @@ def test_comparison_puts_reference_best_and_baseline_side_by_side():
     lines = table.splitlines()
     assert lines[2].startswith("| reference (params.yaml) | 0.835 |")
     assert lines[3].startswith("| `best` experiment | 0.93 |")
-    assert lines[4].startswith("| char 1–3-gram TF-IDF + logistic regression | 0.916 | 0.925 |")
-    assert lines[5].startswith("| char 1–3-gram TF-IDF + linear SVM | 0.9175 | 0.9258 |")
+    assert lines[4].startswith("| `wide` experiment | 0.87 |")  # one of the further compared experiments
+    assert lines[5].startswith("| char 1–3-gram TF-IDF + logistic regression | 0.916 | 0.925 |")
+    assert lines[6].startswith("| char 1–3-gram TF-IDF + linear SVM | 0.9175 | 0.9258 |")
 
 
 def test_ablation_groups():

@@ -117,14 +117,21 @@ def reference_and_best(records: list[dict], best_name: str = "best") -> tuple[di
     return head, best
 
 
-def comparison_table(records: list[dict], best_name: str = "best") -> str:
-    """The reference run (the committed params), the best experiment, and the n-gram baseline."""
+COMPARED = ("best-wide", "wide")  # further experiments the comparison shows when they exist
+
+
+def comparison_table(records: list[dict], best_name: str = "best", also: tuple[str, ...] = COMPARED) -> str:
+    """The reference run (the committed params), the best experiment (and ``also``), and the n-gram baselines."""
     head, best = reference_and_best(records, best_name)
     rows = []
     if head:
         rows.append({**head, "label": "reference (params.yaml)"})
     if best:
         rows.append({**best, "label": f"`{best_name}` experiment"})
+    for name in also:
+        record = next((r for r in records if r["name"] == name and r.get("eval:test.accuracy") is not None), None)
+        if record:
+            rows.append({**record, "label": f"`{name}` experiment"})
     if head and "baseline:baseline.validation.accuracy" in head:
         rows.append(
             {
