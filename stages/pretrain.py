@@ -30,17 +30,19 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     params = load_params(args.params)
-    if params.pretrain.epochs and params.train.nproc > 1 and not distributed.launched():
-        distributed.launch(params.train.nproc, "stages.pretrain", sys.argv[1:])
-        return
-    world = distributed.init(params.train.device)
+    nproc = params.train.nproc if params.pretrain.epochs else 1  # nothing to spread when pretraining is off
     try:
-        metrics = pretrain.run(params, args.tokenized, args.tokenizer, args.model, args.metrics, args.state, world)
+        metrics = distributed.run_ranks(
+            nproc,
+            params.train.device,
+            "stages.pretrain",
+            lambda world: pretrain.run(
+                params, args.tokenized, args.tokenizer, args.model, args.metrics, args.state, world
+            ),
+        )
     except TrainingDivergedError as err:
         sys.exit(f"pretrain: {err}")
-    finally:
-        distributed.shutdown()
-    if world.main:
+    if metrics is not None:
         print(json.dumps(metrics, indent=2))
 
 

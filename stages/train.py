@@ -34,28 +34,27 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     params = load_params(args.params)
-    if params.train.nproc > 1 and not distributed.launched():
-        distributed.launch(params.train.nproc, "stages.train", sys.argv[1:])
-        return
-    world = distributed.init(params.train.device)
     try:
-        metrics = train.run(
-            params,
-            args.tokenized,
-            args.tokenizer,
-            args.pretrained,
-            args.model,
-            args.live,
-            args.snapshots,
-            args.metrics,
-            args.state,
-            world,
+        metrics = distributed.run_ranks(
+            params.train.nproc,
+            params.train.device,
+            "stages.train",
+            lambda world: train.run(
+                params,
+                args.tokenized,
+                args.tokenizer,
+                args.pretrained,
+                args.model,
+                args.live,
+                args.snapshots,
+                args.metrics,
+                args.state,
+                world,
+            ),
         )
     except TrainingDivergedError as err:
         sys.exit(f"train: {err}")
-    finally:
-        distributed.shutdown()
-    if world.main:
+    if metrics is not None:  # rank 0 (the others, and the launcher, print nothing)
         print(json.dumps(metrics, indent=2))
 
 

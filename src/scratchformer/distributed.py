@@ -18,7 +18,10 @@ collectives on CPU, nccl on CUDA. Only rank 0 writes outputs.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.distributed as dist
@@ -124,6 +127,27 @@ def shutdown() -> None:
     """Leave the process group, if this process joined one."""
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+T = TypeVar("T")
+
+
+def run_ranks(nproc: int, device_name: str, module: str, work: Callable[[World], T]) -> T | None:
+    """A stage's body on ``nproc`` processes: what rank 0's ``work(world)`` returns, None elsewhere.
+
+    A plain process asked for more than one starts ``python -m module`` again
+    through torchrun (:func:`launch`, same arguments) and returns None once all
+    ranks are done; a rank (or a single process) joins the group, works, and leaves it.
+    """
+    if nproc > 1 and not launched():
+        launch(nproc, module, sys.argv[1:])
+        return None
+    world = init(device_name)
+    try:
+        result = work(world)
+    finally:
+        shutdown()
+    return result if world.main else None
 
 
 def launch(nproc: int, module: str, argv: list[str]) -> None:
