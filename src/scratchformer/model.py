@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from scratchformer.config import ModelConfig
 from scratchformer.encoder import EncoderBlock
-from scratchformer.ngrams import HashedNgramEmbedding, WideNgramBag
+from scratchformer.ngrams import HashedNgramEmbedding, WideNgramBag, ngram_ids_upto
 from scratchformer.pooling import make_pooling
 from scratchformer.positional import (
     LearnedPositionalEncoding,
@@ -103,15 +103,26 @@ class TransformerClassifier(Classifier):
 
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
         """Forward pass that also returns ``layer``'s attention and the pooling weights."""
-        h, pad, attention = self.encode(input_ids, layer)
+        orders = self.ngram_orders(input_ids)  # hashed once for both n-gram readers
+        h, pad, attention = self.encode(input_ids, layer, orders)
         pooled, pool_weights = self.pool(h, pad)  # (B, C), (B, T)
         logits = self.head(pooled)  # (B, K)
         if self.wide is not None:
-            logits = logits + self.wide(input_ids)  # the bag of n-grams' own scores (wide & deep)
+            logits = logits + self.wide(input_ids, orders)  # the bag of n-grams' own scores (wide & deep)
         return Inspection(logits, attention, pool_weights)
 
-    def encode(self, input_ids: Tensor, layer: int = -1) -> tuple[Tensor, Tensor, Tensor]:
-        """Token vectors (B, T, C), the padding mask (B, T) and ``layer``'s attention (B, H, T, T)."""
+    def ngram_orders(self, input_ids: Tensor) -> list[Tensor] | None:
+        """The buckets of the 2..n-grams the n-gram embedding and the wide branch read; None if neither does."""
+        n = max(self.config.ngram_max if self.ngrams is not None else 1, self.config.wide_ngrams)
+        return ngram_ids_upto(input_ids, n, self.config.ngram_buckets, self.pad_id) if n > 1 else None
+
+    def encode(
+        self, input_ids: Tensor, layer: int = -1, orders: list[Tensor] | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Token vectors (B, T, C), the padding mask (B, T) and ``layer``'s attention (B, H, T, T).
+
+        ``orders``: the n-gram buckets from :meth:`ngram_orders`, when the caller has them.
+        """
         T = input_ids.size(1)
         if T > self.config.max_len:
             raise ValueError(
@@ -125,7 +136,7 @@ class TransformerClassifier(Classifier):
         key_mask = pad[:, None, None, :]  # (B, 1, 1, T): no query may attend to PAD keys
         x = self.embed(input_ids)  # (B, T, C)
         if self.ngrams is not None:
-            x = x + self.ngrams(input_ids)  # (B, T, C): the bigram, trigram, … ending at each token
+            x = x + self.ngrams(input_ids, orders)  # (B, T, C): the bigram, trigram, … ending at each token
         x = self.dropout(self.position(x))
         kept = None
         for i, block in enumerate(self.blocks):

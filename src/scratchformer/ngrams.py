@@ -61,9 +61,11 @@ class HashedNgramEmbedding(nn.Module):
         # Row 0 stands for "no n-gram here": zero and never updated, like the PAD token.
         self.table = nn.Embedding(buckets + 1, d_model, padding_idx=0)
 
-    def forward(self, input_ids: Tensor) -> Tensor:
+    def forward(self, input_ids: Tensor, orders: list[Tensor] | None = None) -> Tensor:
+        """``orders``: the 2..max_n-gram buckets when the caller has them already (:func:`ngram_ids_upto`)."""
+        orders = orders if orders is not None else ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id)
         out = 0
-        for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id):
+        for ids in orders[: self.max_n - 1]:
             out = out + self.table(ids)  # (B, T, C)
         return out
 
@@ -91,11 +93,12 @@ class WideNgramBag(nn.Module):
         nn.init.zeros_(self.unigrams.weight)
         nn.init.zeros_(self.table.weight)
 
-    def forward(self, input_ids: Tensor) -> Tensor:
-        """input_ids (B, T) -> class scores (B, K)."""
+    def forward(self, input_ids: Tensor, orders: list[Tensor] | None = None) -> Tensor:
+        """input_ids (B, T) -> class scores (B, K); ``orders`` as in :class:`HashedNgramEmbedding`."""
+        orders = orders if orders is not None else ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id)
         scores = self.unigrams(input_ids).sum(dim=1)  # (B, K)
         count = (input_ids != self.pad_id).sum(dim=1)  # (B,)
-        for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id):
+        for ids in orders[: self.max_n - 1]:
             scores = scores + self.table(ids).sum(dim=1)
             count = count + (ids != 0).sum(dim=1)
         return scores / count.clamp(min=1).to(scores.dtype).sqrt()[:, None]  # (B, K)
