@@ -106,3 +106,19 @@ def test_a_wide_and_deep_model_has_no_padding_leak():
     sentences = [torch.randint(1, 30, (n,)) for n in (3, 5, 8, 11)]
     leak = acceptance.padding_leak(model, sentences)
     assert leak.checked > 0 and leak.value < 1e-5
+
+
+def test_the_model_hashes_once_and_both_readers_get_their_own_orders():
+    from scratchformer.config import ModelConfig
+    from scratchformer.model import TransformerClassifier
+
+    torch.manual_seed(0)
+    for ngram_max, wide in ((3, 2), (2, 3)):
+        model = TransformerClassifier(ModelConfig(num_classes=2, max_len=16, ngram_max=ngram_max, wide_ngrams=wide), 50)
+        model.eval()
+        torch.nn.init.normal_(model.wide.table.weight)
+        model.wide.table.weight.data[0] = 0
+        ids = torch.randint(1, 50, (3, 10))
+        h, pad, _ = model.encode(ids)  # each reader hashing on its own
+        alone = model.head(model.pool(h, pad)[0]) + model.wide(ids)
+        assert torch.allclose(model(ids), alone, atol=1e-6)
