@@ -51,15 +51,20 @@ def where(state: dict) -> tuple[int, int]:
 
 
 def test_a_killed_run_resumes_and_ends_byte_identical(tmp_path):
+    # The uninterrupted run, in a project of its own: in the same project DVC would restore
+    # train from that run's record in the run cache instead of resuming the killed run.
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    make_project(reference, epochs=3, batch_size=4, ensemble=2)
+    run(["dvc", "repro"], reference)
+    uninterrupted = tracked_outputs(reference)
+    assert not (reference / STATE).exists()  # removed once the outputs are written
+
     repo = tmp_path / "project"
     repo.mkdir()
     make_project(repo, epochs=3, batch_size=4, ensemble=2)
-    run(["dvc", "repro"], repo)
-    uninterrupted = tracked_outputs(repo)
-    assert not (repo / STATE).exists()  # removed once the outputs are written
-
     # Killed after member 0's first epoch, then again inside member 1, past the member boundary.
-    first = kill_when(repo, ["dvc", "repro", "--force", "--single-item", "train"], lambda s: where(s) == (0, 1))
+    first = kill_when(repo, ["dvc", "repro"], lambda s: where(s) == (0, 1))
     assert first["current"]["epoch"] == 1 and not (repo / "models" / "model.pt").exists()
     second = kill_when(repo, ["dvc", "repro"], lambda s: where(s)[0] == 1 and where(s)[1] in (1, 2))
     assert len(second["members"]) == 1
@@ -92,7 +97,7 @@ def test_a_clone_pulls_results_and_runs_no_stage(tmp_path):
     origin, storage = tmp_path / "origin.git", tmp_path / "storage"
     repo = tmp_path / "project"
     repo.mkdir()
-    make_project(repo)
+    params = make_project(repo)
     run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], tmp_path)
     run(["dvc", "remote", "add", "-d", "storage", str(storage)], repo)
     run(["dvc", "repro"], repo)
@@ -102,7 +107,8 @@ def test_a_clone_pulls_results_and_runs_no_stage(tmp_path):
     run(["git", "push", "-q", "origin", "main"], repo)
     run(["dvc", "push", "--run-cache"], repo)
     run(["dvc", "exp", "run", "-n", "shared-exp", "-S", "train.lr=0.001"], repo)
-    run(["dvc", "exp", "push", "origin", "shared-exp"], repo)
+    shared_metrics = (repo / "metrics" / "train.json").read_bytes()
+    run(["dvc", "exp", "push", "--run-cache", "origin", "shared-exp"], repo)
 
     # A colleague pulls the outputs: nothing is stale, nothing re-runs, the model answers.
     clone = tmp_path / "clone"
@@ -120,15 +126,26 @@ def test_a_clone_pulls_results_and_runs_no_stage(tmp_path):
     run(["dvc", "exp", "pull", "origin", "shared-exp"], clone)
     assert "shared-exp" in run(["dvc", "exp", "list"], clone)
 
-    # Another fetches only the run cache and no outputs: a stage whose every output lives in
-    # the remote (tokenize) is restored instead of run. (DVC never pushes the objects of `cache: false`
-    # outputs, which this project keeps in git, so stages that write them still run; being
-    # deterministic, they write the same bytes.)
+    # Another fetches the outputs' objects and the run cache, and checks out nothing: every
+    # stage that costs time (tokenize, pretrain, train) is restored, not run. Those whose
+    # outputs git keeps (`cache: false`, never pushed: download's metrics, publish,
+    # evaluate, …) run again in seconds and write the same bytes.
     other = tmp_path / "other"
     run(["git", "clone", "-q", str(origin), str(other)], tmp_path)
     run(["dvc", "fetch", "--run-cache"], other)
     out = run(["dvc", "repro"], other)
-    assert "Stage 'tokenize' is cached - skipping run, checking out outputs" in out, out
-    assert "Running stage 'tokenize'" not in out
+    for stage in ("tokenize", "pretrain", "train"):
+        assert f"Stage '{stage}' is cached - skipping run, checking out outputs" in out, out
+        assert f"Running stage '{stage}'" not in out
     assert (other / "models" / "model.pt").read_bytes() == (clone / "models" / "model.pt").read_bytes()
     assert run(["git", "status", "--porcelain"], other) == ""
+
+    # The params of the colleague's experiment: `dvc pull --run-cache`, then `dvc repro --pull`
+    # finds the run in the run cache and pulls its outputs instead of training.
+    run(["dvc", "pull", "--run-cache"], other)
+    params["train"]["lr"] = 0.001
+    write_params(other, params)
+    out = run(["dvc", "repro", "--pull"], other)
+    assert "Stage 'train' is cached - skipping run, checking out outputs" in out, out
+    assert "Running stage 'train'" not in out
+    assert (other / "metrics" / "train.json").read_bytes() == shared_metrics

@@ -1,0 +1,29 @@
+"""Stage publish: copy what pretrain and train recorded from the DVC cache to git.
+
+pretrain and train keep every output in the DVC cache (``logs/``), because DVC
+restores a stage from its run cache only when every output of the stage is in
+the cache, and ``dvc push`` never sends a ``cache: false`` output to a remote.
+So a clone that pulls the run cache gets train back without running it. The
+metrics and curves that ``dvc metrics``, ``dvc plots`` and ``dvc exp show``
+read, and that a reviewer diffs, live in git: this stage writes them, byte for
+byte the recorded ones, in a second.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from scratchformer.files import atomic_dir, write_atomic
+
+
+def run(copies: list[tuple[Path, Path]]) -> None:
+    """Copy each ``(source, target)``, a file or a whole folder; a missing source is an error."""
+    for source, target in copies:
+        if source.is_dir():
+            with atomic_dir(target) as tmp:
+                shutil.copytree(source, tmp, dirs_exist_ok=True)
+        elif source.is_file():
+            write_atomic(target, lambda tmp, source=source: shutil.copyfile(source, tmp))
+        else:
+            raise FileNotFoundError(f"{source}: nothing to publish; run the stage that writes it (`dvc repro`)")
