@@ -24,8 +24,8 @@ def repo(tmp_path_factory) -> Path:
     params["data"].update(source="corpus", label_names=None, split=[0.8, 0.1, 0.1], drop_empty=True)
     params["tokenizer"].update(name="vocab", max_len=24)
     params["model"].update(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32)
-    # Knobs that touch the number of classes: an ensemble, label smoothing, MLM pretraining.
-    params["train"].update(epochs=3, batch_size=16, lr=0.005, ensemble=2, label_smoothing=0.1)
+    # Knobs that touch the number of classes: an ensemble with an NB member, label smoothing, MLM pretraining.
+    params["train"].update(epochs=3, batch_size=16, lr=0.005, ensemble=2, label_smoothing=0.1, nb_ngrams=2)
     params["pretrain"].update(epochs=1)
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5
@@ -58,7 +58,9 @@ def test_metrics_and_confusion_are_per_class_with_names(repo):
         assert sum(map(sum, confusion["counts"])) == 45
     assert evaluation["validation"]["accuracy"] > 0.5  # three classes: chance is 1/3
     assert read(repo, "plots/probe/snapshots.json")["class_names"] == NAMES
-    assert read(repo, "metrics/train.json")["ensemble"] == 2 and read(repo, "metrics/train.json")["pretrained"]
+    train = read(repo, "metrics/train.json")
+    assert train["ensemble"] == 2 and train["pretrained"]
+    assert train["nb_val_accuracy"] > 0.5 and train["nb_train_accuracy"] > 0.9  # one ratio per class, 3 classes
     baseline = read(repo, "metrics/baseline.json")["baseline"]  # multinomial logistic regression
     assert baseline["test"]["accuracy"] > 0.5
 

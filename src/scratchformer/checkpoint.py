@@ -12,6 +12,7 @@ import torch
 from scratchformer.config import ModelConfig, section
 from scratchformer.files import write_atomic
 from scratchformer.model import Classifier, Ensemble, TransformerClassifier
+from scratchformer.nbsvm import NBLogistic
 
 
 def save_torch(path: str | Path, obj: Any) -> None:
@@ -29,11 +30,13 @@ def save_torch(path: str | Path, obj: Any) -> None:
 def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
     """Write weights + model config (+ ``info``: epoch, metrics, …) atomically."""
     members = list(model.members) if isinstance(model, Ensemble) else [model]
+    nb = model.nb if isinstance(model, Ensemble) else None
     state = {
         "model_config": dataclasses.asdict(model.config),
         "vocab_size": members[0].embed.num_embeddings,
         "pad_id": model.pad_id,
         "members": len(members),
+        "nb": None if nb is None else {"max_n": nb.max_n, "buckets": nb.buckets},
         "state_dict": model.state_dict(),
         **info,
     }
@@ -49,7 +52,10 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     config = section(ModelConfig, state.pop("model_config"), "model")
     vocab_size, pad_id, k = state.pop("vocab_size"), state.pop("pad_id"), state.pop("members", 1)
     members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
-    model = members[0] if k == 1 else Ensemble(members)
+    nb = state.pop("nb", None)
+    if nb is not None:
+        nb = NBLogistic(nb["max_n"], nb["buckets"], vocab_size, config.num_classes, pad_id)
+    model = members[0] if k == 1 and nb is None else Ensemble(members, nb)
     model.load_state_dict(state.pop("state_dict"))
     return model.to(device).eval(), state
 

@@ -160,6 +160,9 @@ class TrainConfig:
     nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16: autocast; fp16: autocast + loss scaling (CUDA)
     log_every: int = 1  # steps between reads of the logged values from the device (one host sync each)
+    nb_ngrams: int = 0  # > 0: an NB-weighted logistic regression over 1..n-grams joins the ensemble (nbsvm.py)
+    nb_c: float = 1.0  # its inverse L2 strength, as scikit-learn's C
+    nb_buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
 
     def __post_init__(self) -> None:
         _require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -186,6 +189,9 @@ class TrainConfig:
             f"must be >= train.nproc ({self.nproc}): each process takes a share of every batch",
         )
         _require(self.log_every >= 1, "train.log_every", self.log_every, "must be >= 1")
+        _require(self.nb_ngrams >= 0, "train.nb_ngrams", self.nb_ngrams, "must be >= 0 (0 = no NB member)")
+        _require(self.nb_c > 0, "train.nb_c", self.nb_c, "must be > 0")
+        _require(self.nb_buckets >= 1, "train.nb_buckets", self.nb_buckets, "must be >= 1")
 
 
 @dataclass(frozen=True)

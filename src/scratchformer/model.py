@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from scratchformer.config import ModelConfig
 from scratchformer.encoder import EncoderBlock
+from scratchformer.nbsvm import NBLogistic
 from scratchformer.ngrams import HashedNgramEmbedding, WideNgramBag, ngram_ids_upto
 from scratchformer.pooling import make_pooling
 from scratchformer.positional import (
@@ -157,11 +158,16 @@ class Ensemble(Classifier):
 
     Attention and pooling weights (``inspect``) are the first member's: heads of
     different members are not aligned, so an average of them would show nothing.
+
+    ``nb``, when given, is an n-gram member of another kind (:mod:`scratchformer.nbsvm`);
+    it weighs as much as all Transformer members together: the prediction is
+    ½ mean_k p_k + ½ p_nb.
     """
 
-    def __init__(self, members: list[TransformerClassifier]) -> None:
+    def __init__(self, members: list[TransformerClassifier], nb: NBLogistic | None = None) -> None:
         super().__init__()
         self.members = nn.ModuleList(members)
+        self.nb = nb
         self.config = members[0].config
         self.pad_id = members[0].pad_id
 
@@ -170,4 +176,7 @@ class Ensemble(Classifier):
         logits = [first.logits, *(member(input_ids) for member in self.members[1:])]
         log_probs = torch.stack([x.log_softmax(dim=-1) for x in logits])  # (K, B, num_classes)
         mean = torch.logsumexp(log_probs, dim=0) - math.log(len(logits))  # log of the mean probability
+        if self.nb is not None:
+            nb = self.nb(input_ids).float().log_softmax(dim=-1)
+            mean = torch.logaddexp(mean, nb) - math.log(2)  # log(½ p_transformers + ½ p_nb)
         return Inspection(mean, first.attention, first.pooling)

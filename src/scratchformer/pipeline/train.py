@@ -16,11 +16,13 @@ from dvclive import Live
 from scratchformer.checkpoint import load_pretrained, save_checkpoint
 from scratchformer.config import Params
 from scratchformer.distributed import ALONE, World, pick_device
+from scratchformer.evaluation import predict_logits, scores
 from scratchformer.files import write_json
 from scratchformer.model import Ensemble, TransformerClassifier
+from scratchformer.nbsvm import NBLogistic
 from scratchformer.probe import Probe, make_probe, snapshot
 from scratchformer.resume import load_state, run_key, save_state
-from scratchformer.tokenization import TokenizedSplit, load_tokenizer, read_class_names, read_tokenized
+from scratchformer.tokenization import TokenizedSplit, batches, load_tokenizer, read_class_names, read_tokenized
 from scratchformer.training import History, fit, grad_norm_summary, seed_everything
 
 log = logging.getLogger(__name__)
@@ -143,6 +145,19 @@ def unfinished(saved: dict, params: Params, tokenizer: PreTrainedTokenizerBase) 
     return Member(model, History(**saved["history"]), list(saved["snapshots"]), saved["pretrained"])
 
 
+def fit_nb(
+    params: Params, train_split: TokenizedSplit, val_split: TokenizedSplit, tokenizer: PreTrainedTokenizerBase
+) -> tuple[NBLogistic, float, float]:
+    """The NB-weighted n-gram member (see scratchformer.nbsvm), fit on the train split; its train and val accuracy."""
+    pad_id = tokenizer.pad_token_id
+    nb = NBLogistic(params.train.nb_ngrams, params.train.nb_buckets, len(tokenizer), params.model.num_classes, pad_id)
+    train_accuracy = nb.fit(list(batches(train_split, 256, pad_id)), params.train.nb_c)
+    logits = predict_logits(nb, val_split, 256)
+    val_accuracy = scores(logits, val_split.labels)["accuracy"]
+    log.info("NB member: train accuracy %.4f, validation accuracy %.4f", train_accuracy, val_accuracy)
+    return nb, train_accuracy, val_accuracy
+
+
 def run(
     params: Params,
     tokenized_dir: Path,
@@ -216,7 +231,9 @@ def run(
     if not world.main:
         return None
     histories = [m.history for m in members]
-    final = members[0].model if len(members) == 1 else Ensemble([m.model for m in members])
+    nb = fit_nb(params, train_split, val_split, tokenizer) if params.train.nb_ngrams else None
+    transformers = [m.model for m in members]
+    final = transformers[0] if len(members) == 1 and nb is None else Ensemble(transformers, nb[0] if nb else None)
     save_checkpoint(
         model_path,
         final,
@@ -240,6 +257,8 @@ def run(
     }
     if len(members) > 1:  # each member's own best validation accuracy, beside the ensemble's in eval
         metrics["member_val_accuracy"] = {str(k): h.best["val_accuracy"] for k, h in enumerate(histories)}
+    if nb:  # the NB member alone, beside the ensemble's in eval
+        metrics["nb_train_accuracy"], metrics["nb_val_accuracy"] = nb[1], nb[2]
     write_json(
         snapshots_path,
         {

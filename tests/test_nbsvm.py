@@ -1,0 +1,92 @@
+"""The NB-weighted n-gram member: ratios by hand, presence not counts, padding-blind, a real fit, and its share."""
+
+import math
+
+import torch
+from test_model import VOCAB, make, sentences
+
+from scratchformer.acceptance import padding_leak
+from scratchformer.model import Ensemble
+from scratchformer.nbsvm import NBLogistic
+
+PAD = 0
+
+
+def test_the_ratio_is_the_log_count_ratio_of_presence_by_class():
+    nb = NBLogistic(max_n=1, buckets=8, vocab_size=10, num_classes=2, pad_id=PAD)
+    # Token 3 is in both positive texts (twice in one: counted once), token 4 in the negative one.
+    ids = torch.tensor([[3, 3, 5], [3, 0, 0], [4, 5, 0]])
+    labels = torch.tensor([1, 1, 0])
+    nb.fit_ratio([(ids, labels)])
+    # Class 1 counts p over features; the rest (class 0) q; both +1, normalised by their sums.
+    p = {3: 1 + 2, 4: 1 + 0, 5: 1 + 1}
+    q = {3: 1 + 0, 4: 1 + 1, 5: 1 + 1}
+    features = 1 + 10 + 8
+    p_sum = sum(p.values()) + (features - 1 - 3)  # every other feature but row 0: count 0, +1
+    q_sum = sum(q.values()) + (features - 1 - 3)
+    for token in (3, 4, 5):
+        expected = math.log((p[token] / p_sum) / (q[token] / q_sum))
+        assert abs(nb.ratio[token + 1, 1].item() - expected) < 1e-6, token
+        assert abs(nb.ratio[token + 1, 0].item() + expected) < 1e-6, token  # two classes: r_0 = -r_1
+    assert nb.ratio[0].abs().sum() == 0  # "no feature" says nothing
+
+
+def random_member(max_n, seed):
+    nb = NBLogistic(max_n=max_n, buckets=64, vocab_size=VOCAB, num_classes=2, pad_id=PAD)
+    torch.manual_seed(seed)
+    nb.ratio.normal_()
+    nb.ratio[0] = 0  # as a fit leaves it: "no feature here" says nothing
+    nb.weight.data.normal_()
+    return nb
+
+
+def test_a_repeated_ngram_counts_once_and_padding_changes_nothing():
+    unigrams = random_member(1, seed=0)
+    assert torch.equal(unigrams(torch.tensor([[7, 7, 7, 8]])), unigrams(torch.tensor([[8, 7]])))  # presence, order-free
+    nb = random_member(3, seed=0)
+    once, twice = torch.tensor([[7, 8, 9]]), torch.tensor([[7, 8, 9, 7, 8, 9]])
+    # 789789 holds 7, 8, 9, 78, 89, 789 (each once, as in 789) and adds 97, 978, 897.
+    assert set(nb.features(once).unique().tolist()) < set(nb.features(twice).unique().tolist())
+    padded = torch.tensor([[5, 6, 7, 8, PAD, PAD, PAD]])
+    assert torch.equal(nb(padded), nb(padded[:, :4]))
+
+
+def test_the_fit_learns_a_sentiment_bigram_that_unigrams_cannot_see():
+    # Class 1 iff the bigram (1, 2) occurs; the unigrams 1 and 2 occur equally in both classes.
+    torch.manual_seed(0)
+    rows, labels = [], []
+    for i in range(200):
+        body = torch.randint(3, VOCAB, (8,))
+        if i % 2:
+            body[2:4] = torch.tensor([1, 2])
+        else:
+            body[2:4] = torch.tensor([2, 1])
+        rows.append(body)
+        labels.append(i % 2)
+    ids, y = torch.stack(rows), torch.tensor(labels)
+    unigram = NBLogistic(max_n=1, buckets=256, vocab_size=VOCAB, num_classes=2, pad_id=PAD)
+    bigram = NBLogistic(max_n=2, buckets=256, vocab_size=VOCAB, num_classes=2, pad_id=PAD)
+    assert bigram.fit([(ids, y)], c=1.0) == 1.0
+    assert unigram.fit([(ids, y)], c=1.0) < 0.9
+
+
+def test_the_ensemble_gives_the_nb_member_half_the_vote():
+    members = [make(), make(n_layers=1)]
+    nb = random_member(2, seed=1)
+    ids = sentences()
+    ensemble = Ensemble(members, nb).eval()
+    transformers = (members[0](ids).softmax(-1) + members[1](ids).softmax(-1)) / 2
+    by_hand = (0.5 * transformers + 0.5 * nb(ids).softmax(-1)).log()
+    assert torch.allclose(ensemble(ids), by_hand, atol=1e-6)
+    assert padding_leak(ensemble, [ids[0, :4], ids[1]]).value < 1e-5
+
+
+def test_an_ensemble_with_an_nb_member_survives_the_checkpoint(tmp_path):
+    from scratchformer.checkpoint import load_checkpoint, save_checkpoint
+
+    nb = random_member(2, seed=2)
+    ensemble = Ensemble([make()], nb).eval()
+    save_checkpoint(tmp_path / "m.pt", ensemble)
+    loaded, _ = load_checkpoint(tmp_path / "m.pt")
+    assert isinstance(loaded, Ensemble) and loaded.nb is not None
+    assert torch.equal(loaded(sentences()), ensemble(sentences()))
