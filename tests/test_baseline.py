@@ -26,3 +26,27 @@ def test_the_svm_baseline_learns_and_differs_from_the_logistic_one(tmp_path):
     logistic = make_baseline(BaselineConfig(), 0).fit(texts, labels).decision_function(splits["test"]["text"])
     linear = make_baseline(BaselineConfig(), 0, "svm").fit(texts, labels).decision_function(splits["test"]["text"])
     assert not (abs(logistic - linear) < 1e-6).all()
+
+
+def test_nb_scaling_is_the_log_count_ratio_of_presence():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from scratchformer.baseline import NBScaling
+
+    # Feature 0 in both positive texts, feature 1 in the negative one, feature 2 everywhere.
+    X = sp.csr_matrix(np.array([[1, 0, 1], [1, 0, 1], [0, 1, 1]]))
+    scaling = NBScaling().fit(X, [1, 1, 0])
+    p, q = np.array([3, 1, 3]), np.array([1, 2, 2])
+    assert np.allclose(scaling.ratio_, np.log((p / p.sum()) / (q / q.sum())))
+    assert np.allclose(scaling.transform(X).toarray(), X.toarray() * scaling.ratio_)
+
+
+def test_the_nblr_baseline_learns_three_classes(tmp_path):
+    from fixtures import write_one_file_corpus
+
+    write_one_file_corpus(tmp_path / "corpus" / "reviews.csv", n=300)
+    config = DataConfig(source=str(tmp_path / "corpus"), label_names=None, split=[0.8, 0.1, 0.1])
+    splits = {s.name: s.frame for s in load_splits(config)}
+    result = fit_and_score(BaselineConfig(), 0, splits["train"], {"test": splits["test"]}, classifier="nblr")
+    assert result["test"]["accuracy"] > 0.6  # three classes: chance is 1/3

@@ -228,18 +228,20 @@ class ProbeConfig:
 
 @dataclass(frozen=True)
 class BaselineConfig:
-    """Character n-gram TF-IDF + logistic regression, and + a linear SVM: the classical references."""
+    """Character n-gram TF-IDF + logistic regression, + a linear SVM, and NB-LR: the classical references."""
 
     ngram_max: int = 3  # character 1..ngram_max-grams
     min_df: int = 1
     C: float = 10.0  # inverse regularisation strength of the logistic regression
     svm_c: float = 1.0  # that of the linear SVM
+    nb_c: float = 1.0  # that of NB-LR
 
     def __post_init__(self) -> None:
         _require(1 <= self.ngram_max <= 6, "baseline.ngram_max", self.ngram_max, "must be in 1..6")
         _require(self.min_df >= 1, "baseline.min_df", self.min_df, "must be >= 1")
         _require(self.C > 0, "baseline.C", self.C, "must be > 0")
         _require(self.svm_c > 0, "baseline.svm_c", self.svm_c, "must be > 0")
+        _require(self.nb_c > 0, "baseline.nb_c", self.nb_c, "must be > 0")
 
 
 @dataclass(frozen=True)

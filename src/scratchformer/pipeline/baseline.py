@@ -1,4 +1,4 @@
-"""Stage baseline: char n-gram TF-IDF + logistic regression, and + a linear SVM, on the raw splits."""
+"""Stage baseline: char n-gram TF-IDF + logistic regression, + a linear SVM, and NB-LR, on the raw splits."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ def run(params: Params, raw_dir: Path, metrics_path: Path) -> dict:
     result = {
         "baseline": fit_and_score(params.baseline, params.seed, train, others),  # logistic regression
         "svm": fit_and_score(params.baseline, params.seed, train, others, classifier="svm"),
+        "nblr": fit_and_score(params.baseline, params.seed, train, others, classifier="nblr"),
     }
     write_json(metrics_path, result)
     return result

@@ -57,6 +57,8 @@ def results_table(metrics: dict[str, Any]) -> str:
         ("n-gram baseline test accuracy", "baseline:baseline.test.accuracy"),
         ("n-gram linear SVM validation accuracy", "baseline:svm.validation.accuracy"),
         ("n-gram linear SVM test accuracy", "baseline:svm.test.accuracy"),
+        ("n-gram NB-LR validation accuracy", "baseline:nblr.validation.accuracy"),
+        ("n-gram NB-LR test accuracy", "baseline:nblr.test.accuracy"),
         ("best epoch (lowest validation loss)", "train:best_epoch"),
         ("parameters", "train:parameters"),
     ]
@@ -146,6 +148,14 @@ def comparison_table(records: list[dict], best_name: str = "best", also: tuple[s
                 "label": "char 1–3-gram TF-IDF + linear SVM",
                 "eval:validation.accuracy": head["baseline:svm.validation.accuracy"],
                 "eval:test.accuracy": head["baseline:svm.test.accuracy"],
+            }
+        )
+    if head and "baseline:nblr.validation.accuracy" in head:
+        rows.append(
+            {
+                "label": "char 1–3-gram NB-LR (Naive-Bayes-scaled presence + logistic regression)",
+                "eval:validation.accuracy": head["baseline:nblr.validation.accuracy"],
+                "eval:test.accuracy": head["baseline:nblr.test.accuracy"],
             }
         )
     return markdown_table(rows, COMPARISON_COLUMNS)
