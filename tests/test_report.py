@@ -2,6 +2,7 @@ import pytest
 
 from scratchformer.reporting.report import (
     ablation_groups,
+    ablation_rows,
     ablation_tables,
     best_command,
     comparison_table,
@@ -163,3 +164,37 @@ def test_prepost_layers_table_compares_the_six_layer_runs_layer_by_layer(monkeyp
     assert "| layer0 | 0.2 | 0.2 | 1.00 | 0.5 | 0.6 |" in table
     assert "Pre-LN / Post-LN: 0.85 / 0.82" in table
     assert report.prepost_layers_table([pre, wide]) is None  # no Post-LN run of the default shape
+
+
+def seeded(name, seed, acc, n_layers=2, norm="pre", rev="x"):
+    record = exp_record(name, n_layers=n_layers, norm=norm, acc=acc, rev=rev)
+    record["data"]["params"]["params.yaml"]["data"]["seed"] = seed
+    return record
+
+
+def test_ablation_rows_average_seeds_of_one_commit_and_mark_what_exceeds_the_spread():
+    new, old = exp_record(None, acc=0.835, rev="new"), exp_record(None, acc=0.5, rev="old")
+    new["experiments"] = [
+        {
+            "revs": [
+                seeded("main-s42", 42, 0.83),
+                seeded("main-s43", 43, 0.84),
+                seeded("main-s44", 44, 0.85),
+                seeded("post6-s42", 42, 0.70, n_layers=6, norm="post"),
+                seeded("post6-s43", 43, 0.71, n_layers=6, norm="post"),
+                seeded("post6-s44", 44, 0.72, n_layers=6, norm="post"),
+                seeded("post2-s42", 42, 0.84, norm="post"),
+                seeded("post2-s43", 43, 0.83, norm="post"),
+                seeded("post2-s44", 44, 0.86, norm="post"),
+            ]
+        }
+    ]
+    old["experiments"] = [{"revs": [seeded("post6-old", 42, 0.10, n_layers=6, norm="post")]}]  # other code: not pooled
+    rows = {r["name"]: r for r in ablation_rows(ablation_groups(experiments([new, old]))["normalisation"])}
+    assert rows["post6-s*"]["seeds"] == "42, 43, 44"
+    assert rows["post6-s*"]["val acc"] == "0.7100 ± 0.0100"  # sample std: n - 1
+    # The default shape's seed 42 is the commit itself ("new", 0.835; listed before its experiments).
+    assert rows["new, main-s43, main-s44"]["val acc"] == "0.8417 ± 0.0076"
+    assert rows["post6-s*"]["delta"] == "-0.1317 *"  # far outside the spread of both
+    assert rows["post2-s*"]["delta"] == "+0.0017"  # within it: no mark
+    assert "post6-old" not in rows and rows["post6-s*"]["val acc values"] == [0.70, 0.71, 0.72]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +73,9 @@ def experiments(exp_show: list[dict]) -> list[dict[str, Any]]:
     """One flat record per experiment (and the baseline) of ``dvc exp show --json``."""
     records = []
 
-    def add(entry: dict, name: str) -> None:
+    def add(entry: dict, name: str, baseline: str | None) -> None:
         data = entry.get("data") or {}
-        record = {"name": name, "rev": entry.get("rev")}
+        record = {"name": name, "rev": entry.get("rev"), "baseline": baseline}  # baseline: the commit it ran on
         for kind in ("params", "metrics"):
             for path, content in (data.get(kind) or {}).items():
                 prefix = "" if kind == "params" else f"{Path(path).stem}:"
@@ -83,10 +85,10 @@ def experiments(exp_show: list[dict]) -> list[dict[str, Any]]:
     for rev in exp_show:
         if rev.get("rev") == "workspace":
             continue
-        add(rev, rev.get("name") or rev.get("rev", "")[:7])
+        add(rev, rev.get("name") or rev.get("rev", "")[:7], rev.get("rev"))
         for branch in rev.get("experiments") or []:
             for exp in branch.get("revs", []):
-                add(exp, exp.get("name") or exp.get("rev", "")[:7])
+                add(exp, exp.get("name") or exp.get("rev", "")[:7], rev.get("rev"))
     return records
 
 
@@ -238,36 +240,61 @@ def update_readme(path: Path) -> None:
     write_text(path, text)
 
 
-ABLATION_COLUMNS = [
-    ("experiment", "name"),
+SHAPE_COLUMNS = [
     ("layers", "model.n_layers"),
     ("heads", "model.n_heads"),
     ("d_model", "model.d_model"),
     ("norm", "model.norm"),
     ("pooling", "model.pooling"),
     ("positions", "model.positional"),
-    ("val acc", "eval:validation.accuracy"),
-    ("test acc", "eval:test.accuracy"),
-    ("best val loss", "train:best_val_loss"),
-    ("best epoch", "train:best_epoch"),
-    ("grad norm median", "train:grad_norm_median"),
-    ("grad norm p99", "train:grad_norm_p99"),
-    ("clipped", "train:clipped_fraction"),
-    ("train s", "train:seconds"),
+]
+# Averaged over a row's seeds (the accuracies also get their sample std).
+AVERAGED = {
+    "val acc": "eval:validation.accuracy",
+    "test acc": "eval:test.accuracy",
+    "best val loss": "train:best_val_loss",
+    "grad norm median": "train:grad_norm_median",
+    "grad norm p99": "train:grad_norm_p99",
+    "clipped": "train:clipped_fraction",
+}
+ABLATION_COLUMNS = [
+    ("runs", "name"),
+    *SHAPE_COLUMNS,
+    ("seeds", "seeds"),
+    ("val acc, mean ± std", "val acc"),
+    ("test acc, mean ± std", "test acc"),
+    ("val acc − default", "delta"),
+    ("best val loss", "best val loss"),
+    ("best epochs", "best epochs"),
+    ("grad norm median", "grad norm median"),
+    ("grad norm p99", "grad norm p99"),
+    ("clipped", "clipped"),
 ]
 # The reference configuration: the config defaults, keyed like `dvc exp show` params.
 REFERENCE = flatten(dataclasses.asdict(Params()))
-DEFAULTS = {key: REFERENCE[key] for _, key in ABLATION_COLUMNS[1:7]}  # the shape an ablation varies
+DEFAULTS = {key: REFERENCE[key] for _, key in SHAPE_COLUMNS}  # the shape an ablation varies
 # The ablations vary the model's shape only. A run that also changed one of these (a
 # longer context, more epochs, n-gram embeddings, an ensemble: the `best` experiment)
 # answers another question and stays out of the tables. Older commits lack the newer keys.
 HELD_FIXED = {
-    k: REFERENCE[k] for k in ("tokenizer.max_len", "train.epochs", "model.dropout", "model.ngram_max", "train.ensemble")
+    k: REFERENCE[k]
+    for k in (
+        "tokenizer.max_len",
+        "train.epochs",
+        "model.dropout",
+        "model.ngram_max",
+        "train.ensemble",
+        "train.nb_ngrams",
+    )
 }
 
 
 def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:
-    """Split experiments by the question they answer: which params differ from the defaults."""
+    """Split experiments by the question they answer: which params differ from the defaults.
+
+    Every seed's run is kept (a configuration run under three seeds gives three
+    records; :func:`ablation_rows` averages them).
+    """
     groups: dict[str, list[dict]] = {"layers x heads": [], "normalisation": [], "pooling": [], "positions": []}
     for r in records:
         if r.get("eval:test.accuracy") is None or any(r.get(k, v) != v for k, v in HELD_FIXED.items()):
@@ -281,22 +308,68 @@ def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:
             groups["pooling"].append(r)
         if changed <= {"model.positional"}:
             groups["positions"].append(r)
-    order = list(DEFAULTS)
-    for name, rows in groups.items():
-        # One row per configuration: `dvc exp show` lists newest first, so keep the first
-        # complete record (older commits may predate some metrics).
-        unique: dict[tuple, dict] = {}
-        for r in sorted(rows, key=lambda r: "train:grad_norm_median" not in r):
-            unique.setdefault(tuple(str(r.get(k)) for k in order), r)
-        groups[name] = sorted(unique.values(), key=lambda r: tuple(str(r.get(k)) for k in order))
     return groups
+
+
+def _runs_label(names: list[str]) -> str:
+    """``abl-l1h2-s42, abl-l1h2-s43`` -> ``abl-l1h2-s*``; names without a common stem are listed."""
+    stems = {re.sub(r"-s\d+$", "", n) for n in names}
+    return f"{stems.pop()}-s*" if len(names) > 1 and len(stems) == 1 else ", ".join(names)
+
+
+def ablation_rows(records: list[dict]) -> list[dict]:
+    """One row per shape: the runs of the code version (baseline commit) with the most seeds, averaged.
+
+    Runs of one shape made on different commits are not pooled (the code in
+    between may have changed the numbers); the newest commit wins a tie. Each
+    row gets mean and sample std of the accuracies over its seeds, means of the
+    other numbers, and ``delta``: its mean validation accuracy minus that of the
+    default shape, marked ``*`` when it exceeds twice the standard error of the
+    difference (√(s₁²/n₁ + s₂²/n₂)), i.e. when it stands out of the seed spread.
+    """
+    order = list(DEFAULTS)
+    by_shape: dict[tuple, dict[str, dict]] = {}  # shape -> baseline -> seed -> record
+    for r in sorted(records, key=lambda r: "train:grad_norm_median" not in r):  # complete records first
+        shape = tuple(str(r.get(k)) for k in order)
+        seeds = by_shape.setdefault(shape, {}).setdefault(r.get("baseline"), {})
+        seeds.setdefault(r.get("seed", REFERENCE["seed"]), r)  # `dvc exp show` lists newest first
+    rows = []
+    for by_baseline in by_shape.values():
+        runs_by_seed = max(by_baseline.values(), key=len)  # max keeps the first (newest) of equal size
+        runs = [runs_by_seed[s] for s in sorted(runs_by_seed)]
+        row = {k: runs[0].get(k) for k in order}
+        row.update(name=_runs_label([r["name"] for r in runs]), seeds=", ".join(str(s) for s in sorted(runs_by_seed)))
+        row["best epochs"] = ", ".join(str(r.get("train:best_epoch")) for r in runs)
+        for label, key in AVERAGED.items():
+            values = [r[key] for r in runs if r.get(key) is not None]
+            row[f"{label} values"] = values
+            row[label] = statistics.fmean(values) if values else None
+        for label in ("val acc", "test acc"):
+            values = row[f"{label} values"]
+            if len(values) > 1:
+                row[label] = f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+        rows.append(row)
+    default = next((r for r in rows if all(r[k] == v for k, v in DEFAULTS.items())), None)
+    for row in rows:
+        row["delta"] = (
+            _delta(row["val acc values"], default["val acc values"]) if default and row is not default else ""
+        )
+    return sorted(rows, key=lambda r: tuple(str(r.get(k)) for k in order))
+
+
+def _delta(values: list[float], reference: list[float]) -> str:
+    difference = statistics.fmean(values) - statistics.fmean(reference)
+    if len(values) < 2 or len(reference) < 2:
+        return f"{difference:+.4f}"
+    se = math.sqrt(statistics.variance(values) / len(values) + statistics.variance(reference) / len(reference))
+    return f"{difference:+.4f}{' *' if abs(difference) > 2 * se else ''}"
 
 
 def ablation_tables(records: list[dict]) -> str:
     parts = []
-    for name, rows in ablation_groups(records).items():
-        if rows:
-            parts.append(f"### {name}\n\n" + markdown_table(rows, ABLATION_COLUMNS))
+    for name, group in ablation_groups(records).items():
+        if group:
+            parts.append(f"### {name}\n\n" + markdown_table(ablation_rows(group), ABLATION_COLUMNS))
     return "\n\n".join(parts)
 
 
