@@ -121,6 +121,11 @@ def test_members_line_lists_each_members_own_accuracy():
     assert members_line(records) == (
         "Validation accuracy of each ensemble member on its own: 0.9, 0.91; of their average: 0.93."
     )
+    records[2]["train:nb_val_accuracy"] = 0.925
+    assert members_line(records) == (
+        "Validation accuracy of each Transformer member on its own: 0.9, 0.91; of the NB member alone: 0.925; "
+        "of the ensemble (½ the Transformers' mean probability, ½ the NB member's): 0.93."
+    )
 
 
 def test_replace_block_and_missing_block():

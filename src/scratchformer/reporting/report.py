@@ -121,7 +121,7 @@ def reference_and_best(records: list[dict], best_name: str = "best") -> tuple[di
     return head, best
 
 
-COMPARED = ("best-wide", "wide")  # further experiments the comparison shows when they exist
+COMPARED = ("best-tf", "best-wide", "wide")  # further experiments the comparison shows when they exist
 
 
 def comparison_table(records: list[dict], best_name: str = "best", also: tuple[str, ...] = COMPARED) -> str:
@@ -181,7 +181,15 @@ def members_line(records: list[dict], best_name: str = "best") -> str:
     if not own:
         return "The `best` experiment is a single model."
     ensemble = fmt(best.get("eval:validation.accuracy"))
-    return f"Validation accuracy of each ensemble member on its own: {', '.join(own)}; of their average: {ensemble}."
+    nb = best.get("train:nb_val_accuracy")
+    if nb is None:
+        return (
+            f"Validation accuracy of each ensemble member on its own: {', '.join(own)}; of their average: {ensemble}."
+        )
+    return (
+        f"Validation accuracy of each Transformer member on its own: {', '.join(own)}; of the NB member alone: "
+        f"{fmt(nb)}; of the ensemble (½ the Transformers' mean probability, ½ the NB member's): {ensemble}."
+    )
 
 
 REVIEW_COMMAND = re.compile(r"scratchformer review (\S+)(?: (\S+))?")
@@ -230,7 +238,12 @@ def update_readme(path: Path) -> None:
             if "<!-- members:start -->" in text:
                 text = replace_block(text, "members", members_line(records))
     if "<!-- seeds:start -->" in text:
-        groups = seed_groups(experiments(dvc_json("exp", "show", "--all-commits")))
+        # The README's recipes only; docs/ablations.md averages the shape ablations' seeds.
+        groups = [
+            g
+            for g in seed_groups(experiments(dvc_json("exp", "show", "--all-commits")))
+            if any(name.startswith("best") for name in g["names"])
+        ]
         if groups:
             text = replace_block(text, "seeds", seed_table(groups))
         else:  # like the comparison: experiments are local refs; a clone without them keeps the block
