@@ -142,6 +142,7 @@ def test_fmt():
 def test_best_command_lists_only_changed_params():
     assert best_command(experiments([exp_record(None)])) == "(no `best` experiment yet)"
     records = experiments(exp_show())
+    records[2]["baseline"] = "0ld0c0mm1t"  # run on an older commit than the reference: not a param
     assert best_command(records) == "```bash\ndvc exp run -n best\n```"  # same params as the reference
     records[2]["model.d_model"] = 128
     records[2]["train.bucket_by_length"] = True

@@ -168,7 +168,7 @@ def best_command(records: list[dict], best_name: str = "best") -> str:
     head, best = reference_and_best(records, best_name)
     if head is None or best is None:
         return "(no `best` experiment yet)"
-    changed = [k for k in best if ":" not in k and k not in ("name", "rev") and best[k] != head.get(k)]
+    changed = [k for k in best if ":" not in k and k not in ("name", "rev", "baseline") and best[k] != head.get(k)]
     flags = [f"-S {k}={str(best[k]).lower() if isinstance(best[k], bool) else best[k]}" for k in changed]
     return "```bash\n" + " ".join([f"dvc exp run -n {best_name}", *flags]) + "\n```"
 
