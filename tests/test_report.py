@@ -199,8 +199,8 @@ def test_ablation_rows_average_seeds_of_one_commit_and_mark_what_exceeds_the_spr
     rows = {r["name"]: r for r in ablation_rows(ablation_groups(experiments([new, old]))["normalisation"])}
     assert rows["post6-s*"]["seeds"] == "42, 43, 44"
     assert rows["post6-s*"]["val acc"] == "0.7100 ± 0.0100"  # sample std: n - 1
-    # The default shape's seed 42 is the commit itself ("new", 0.835; listed before its experiments).
-    assert rows["new, main-s43, main-s44"]["val acc"] == "0.8417 ± 0.0076"
-    assert rows["post6-s*"]["delta"] == "-0.1317 *"  # far outside the spread of both
-    assert rows["post2-s*"]["delta"] == "+0.0017"  # within it: no mark
+    # Seed 42 of the default shape is both the commit ("new", listed first) and main-s42: the experiment is kept.
+    assert rows["main-s*"]["val acc"] == "0.8400 ± 0.0100"
+    assert rows["post6-s*"]["delta"] == "-0.1300 *"  # far outside the spread of both
+    assert rows["post2-s*"]["delta"] == "+0.0033"  # within it: no mark
     assert "post6-old" not in rows and rows["post6-s*"]["val acc values"] == [0.70, 0.71, 0.72]

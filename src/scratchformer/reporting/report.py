@@ -342,7 +342,8 @@ def ablation_rows(records: list[dict]) -> list[dict]:
     """
     order = list(DEFAULTS)
     by_shape: dict[tuple, dict[str, dict]] = {}  # shape -> baseline -> seed -> record
-    for r in sorted(records, key=lambda r: "train:grad_norm_median" not in r):  # complete records first
+    # Complete records first; of one seed, an experiment before the commit it ran on (same run, a name).
+    for r in sorted(records, key=lambda r: ("train:grad_norm_median" not in r, r.get("rev") == r.get("baseline"))):
         shape = tuple(str(r.get(k)) for k in order)
         seeds = by_shape.setdefault(shape, {}).setdefault(r.get("baseline"), {})
         seeds.setdefault(r.get("seed", REFERENCE["seed"]), r)  # `dvc exp show` lists newest first
