@@ -52,12 +52,16 @@ class NBLogistic(nn.Module):
         repeat[:, 1:] = ids[:, 1:] == ids[:, :-1]
         return ids.masked_fill(repeat, 0)  # presence, not counts: binarised as in NBSVM
 
-    def forward(self, input_ids: Tensor) -> Tensor:
+    def scores(self, feats: Tensor) -> Tensor:
+        """Feature ids (B, L) from :meth:`features` -> logits (B, K)."""
         table = self.ratio * self.weight  # (F, K); row 0 is zero because its ratio is
-        return table[self.features(input_ids)].sum(dim=1) + self.bias
+        return table[feats].sum(dim=1) + self.bias
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        return self.scores(self.features(input_ids))
 
     @torch.no_grad()
-    def fit_ratio(self, train: Batches) -> Tensor:
+    def fit_ratio(self, train: Batches) -> tuple[Tensor, Tensor]:
         """Set r from the presence counts of each feature per class; return (features, labels) of every text."""
         num_classes = self.ratio.size(1)
         counts = torch.zeros_like(self.ratio)  # (F, K): texts of class k that contain feature f
@@ -67,11 +71,12 @@ class NBLogistic(nn.Module):
             rows.append(feats)
             onehot = nn.functional.one_hot(labels, num_classes).to(counts.dtype)  # (B, K)
             counts.index_add_(0, feats.flatten(), onehot.repeat_interleave(feats.size(1), dim=0))
-        counts = counts[1:]  # row 0, "no feature here", is not a feature
+        # Row 0, "no feature here", is not a feature: its ratio stays 0, so it stays silent
+        # however many times a text holds it.
+        counts = counts[1:]
         p = 1 + counts
         q = 1 + (counts.sum(dim=1, keepdim=True) - counts)  # the same feature in every other class
         self.ratio[1:] = torch.log((p / p.sum(dim=0)) / (q / q.sum(dim=0)))
-        self.ratio[0] = 0  # so it stays silent, however many times a text holds it
         width = max(r.size(1) for r in rows)
         return torch.cat([nn.functional.pad(r, (0, width - r.size(1))) for r in rows]), torch.cat([y for _, y in train])
 
@@ -81,15 +86,12 @@ class NBLogistic(nn.Module):
         penalty = 1.0 / (2 * c * labels.size(0))
         optimizer = torch.optim.LBFGS([self.weight, self.bias], max_iter=max_iter, line_search_fn="strong_wolfe")
 
-        def logits() -> Tensor:
-            return (self.ratio * self.weight)[feats].sum(dim=1) + self.bias
-
         def objective() -> Tensor:
             optimizer.zero_grad()
-            value = nn.functional.cross_entropy(logits(), labels) + penalty * self.weight.pow(2).sum()
+            value = nn.functional.cross_entropy(self.scores(feats), labels) + penalty * self.weight.pow(2).sum()
             value.backward()
             return value
 
         optimizer.step(objective)
         with torch.no_grad():
-            return (logits().argmax(dim=1) == labels).float().mean().item()
+            return (self.scores(feats).argmax(dim=1) == labels).float().mean().item()
