@@ -94,6 +94,24 @@ def test_rejections_name_the_key_and_value(raw, message):
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize("written", ["2e-3", "1e-3", "1.0e-3", "2E-3", "+2e-3"])
+def test_exponents_read_as_yaml_1_2_numbers_as_dvc_reads_them(tmp_path, written):
+    """PyYAML's YAML 1.1 reads ``2e-3`` as a string; DVC (YAML 1.2) as a number. Both agree now."""
+    from dvc.utils.serialize import load_yaml
+
+    path = tmp_path / "params.yaml"
+    path.write_text(f"train:\n  lr: {written}\n")
+    lr = load_params(path).train.lr
+    assert lr == float(written) and lr == load_yaml(path)["train"]["lr"]
+
+
+def test_yaml_1_2_floats_leave_ints_and_strings_alone(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("seed: 7\ntrain:\n  epochs: 3\nprobe:\n  query_token: 2e\n")
+    params = load_params(path)
+    assert (params.seed, params.train.epochs, params.probe.query_token) == (7, 3, "2e")
+
+
 def test_load_params_names_the_file(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("model:\n  n_heads: 5\n")

@@ -1,4 +1,4 @@
-"""Command line: ``scratchformer predict`` and ``scratchformer review`` (also ``python -m scratchformer …``)."""
+"""Command line: ``scratchformer predict``, ``review`` and ``metrics check`` (also ``python -m scratchformer …``)."""
 
 from __future__ import annotations
 
@@ -79,6 +79,22 @@ def review_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def metrics_check_main(args: argparse.Namespace) -> int:
+    from scratchformer.reporting.commands import ReportError
+    from scratchformer.reporting.metrics_check import check
+
+    try:
+        violations, compared = check(args.rev, args.params)
+    except ReportError as err:
+        print(f"scratchformer metrics check: {err}", file=sys.stderr)
+        return 2
+    for violation in violations:
+        print(f"outside tolerance: {violation}")
+    verdict = "hold" if not violations else f"do not hold: {len(violations)} outside their tolerance"
+    print(f"{compared} metrics compared with {args.rev}; they {verdict}")
+    return 1 if violations else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scratchformer", description="The scratch Transformer's tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,8 +114,20 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("base", nargs="?", default="main", help="git revision or experiment name (default: main)")
     r.add_argument("head", nargs="?", help="git revision or experiment name (default: the workspace)")
     r.add_argument("--out", type=Path, default=Path("review"), help="output folder (default: review)")
+    m = sub.add_parser("metrics", help="compare the workspace's metrics with committed ones")
+    m_sub = m.add_subparsers(dest="metrics_command", required=True)
+    c = m_sub.add_parser(
+        "check",
+        help="exact metrics identical, measured floats within their tolerances",
+        description="Compare the workspace's metrics with REV's: counts and fractions of counts must be "
+        "identical, measured floats (losses, norms, leaks) within the tolerances of "
+        "scratchformer.reporting.metrics_check.TOLERANCES. Exit 1 naming each metric outside them.",
+    )
+    c.add_argument("rev", nargs="?", default="HEAD", help="git revision or experiment name (default: HEAD)")
+    c.add_argument("--params", type=Path, default=Path("params.yaml"), help="holds the acceptance thresholds")
     args = parser.parse_args(argv)
-    return review_main(args) if args.command == "review" else predict_main(args)
+    commands = {"review": review_main, "metrics": metrics_check_main, "predict": predict_main}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -314,11 +314,25 @@ class Params:
         )
 
 
+class _Yaml12Loader(yaml.SafeLoader):
+    """PyYAML reads YAML 1.1, where ``2e-3`` (no dot) is a string; DVC reads YAML 1.2, where
+    it is a number. This loader adds 1.2's float forms so params.yaml means one thing to both."""
+
+
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"
+    ),
+    list("-+0123456789."),
+)
+
+
 def load_params(path: str | Path = "params.yaml") -> Params:
     """Read and validate ``params.yaml``; missing keys take the reference defaults."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Yaml12Loader)  # a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such params file") from None
     except yaml.YAMLError as err:
