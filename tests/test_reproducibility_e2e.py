@@ -93,6 +93,20 @@ def test_a_state_from_other_params_is_not_resumed(tmp_path):
     assert "starting afresh" in out and "resuming" not in out
 
 
+def test_a_state_from_other_code_is_not_resumed(tmp_path):
+    """Killed, then the training code edited: the rerun names the file and starts afresh."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    make_project(repo, epochs=3, batch_size=4)
+    run(["dvc", "repro"], repo)
+    kill_when(repo, ["dvc", "repro", "--force", "--single-item", "train"], lambda s: where(s) == (0, 1))
+    loop = repo / "src" / "scratchformer" / "loop.py"
+    loop.write_text(loop.read_text() + "\n# edited between the kill and the rerun\n")
+    out = run(["dvc", "repro"], repo)
+    assert "src/scratchformer/loop.py changed since); starting afresh" in out, out
+    assert "resuming" not in out
+
+
 def test_a_clone_pulls_results_and_runs_no_stage(tmp_path):
     origin, storage = tmp_path / "origin.git", tmp_path / "storage"
     repo = tmp_path / "project"

@@ -10,7 +10,7 @@ from scratchformer.distributed import ALONE, World, pick_device
 from scratchformer.files import write_json
 from scratchformer.model import TransformerClassifier
 from scratchformer.pretraining import pretrain
-from scratchformer.resume import load_state, run_key, save_state
+from scratchformer.resume import load_state, run_key, save_state, stage_code
 from scratchformer.tokenization import load_tokenizer, read_class_names, read_tokenized
 from scratchformer.training import seed_everything
 
@@ -28,7 +28,7 @@ def run(
 
     As in the train stage, the loop's state goes to ``state_path`` at the end
     of every epoch (see :mod:`scratchformer.resume`): a rerun with the same
-    params and inputs continues from there; the file is removed at the end.
+    params, inputs and code continues from there; the file is removed at the end.
     """
     if params.pretrain.epochs == 0:
         if world.main:
@@ -43,7 +43,7 @@ def run(
     device = world.place(pick_device(params.train.device))
     loop_params = {k: getattr(params.train, k) for k in ("device", "nproc", "precision", "log_every")}
     read = {"seed": params.seed, "model": params.model, "pretrain": params.pretrain, "train": loop_params}
-    key = run_key(read, [tokenized_dir, tokenizer_dir])
+    key = run_key(read, [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
     metrics = pretrain(
         model,
         train_split,

@@ -21,7 +21,7 @@ from scratchformer.files import write_json
 from scratchformer.model import Ensemble, TransformerClassifier
 from scratchformer.nbsvm import NBLogistic
 from scratchformer.probe import Probe, make_probe, snapshot
-from scratchformer.resume import load_state, run_key, save_state
+from scratchformer.resume import load_state, run_key, save_state, stage_code
 from scratchformer.tokenization import TokenizedSplit, batches, load_tokenizer, read_class_names, read_tokenized
 from scratchformer.training import History, fit, grad_norm_summary, seed_everything
 
@@ -178,7 +178,7 @@ def run(
     others' curves are logged under ``member<k>/``.
 
     At the end of every epoch the state of the run goes to ``state_path``
-    (see :mod:`scratchformer.resume`); a rerun with the same params and inputs
+    (see :mod:`scratchformer.resume`); a rerun with the same params, inputs and code
     continues from there, and the file is removed once the outputs are written.
 
     Every process of a multi-process run (``world``) calls this; only rank 0
@@ -194,7 +194,9 @@ def run(
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
     read = {"seed": params.seed, "model": params.model, "train": params.train, "probe": params.probe}
     key = run_key(
-        {**read, "tokenizer.max_len": params.tokenizer.max_len}, [tokenized_dir, tokenizer_dir, pretrained_path]
+        {**read, "tokenizer.max_len": params.tokenizer.max_len},
+        [tokenized_dir, tokenizer_dir, pretrained_path],
+        stage_code("train"),
     )
     saved = load_state(state_path, key) or {"members": [], "current": None}
     done: list[dict] = list(saved["members"])
