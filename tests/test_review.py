@@ -163,6 +163,24 @@ def test_pictures_pair_images_by_revision_and_render_overlays(tmp_path):
     assert not dvc_out.exists()  # DVC's own copies are not left behind
 
 
+def test_confusion_pictures_from_visualize_go_under_confusion_matrices(tmp_path):
+    """dvc.yaml lists the confusion matrices as visualize's PNGs, not as vega plots."""
+    dvc_out = tmp_path / "images" / ".dvc-plots"
+    dvc_out.mkdir(parents=True)
+    names = ["plots/images/confusion_validation.png", "plots/images/confusion_test.png"]
+    data = {}
+    for name in names:
+        for label in LABELS:
+            (dvc_out / f"{label}_{Path(name).name}").write_bytes(PNG + label.encode())
+        data[name] = [
+            {"type": "image", "revisions": [r], "url": str(dvc_out / f"{r}_{Path(name).name}")} for r in LABELS
+        ]
+    _, _, confusion, other = render_plots({"data": data}, LABELS, tmp_path / "images")
+    assert [p.title for p in confusion.pictures] == names
+    assert confusion.notes == []  # never "Neither revision has any." above two pictures of them
+    assert other.pictures == [] and other.notes == ["Neither revision has any."]
+
+
 def test_still_pictures_of_confusion_matrices_print_their_counts():
     spec = vega("Confusion")["content"]
     spec["data"]["values"].reverse()  # DVC lists HEAD's rows first

@@ -100,9 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("predict", help="classify texts (arguments, or one per line on stdin)")
     p.add_argument("texts", nargs="*", help="texts to classify; none = read stdin")
-    p.add_argument("--model", default="models/model.pt")
-    p.add_argument("--tokenizer", default="data/tokenizer")
-    p.add_argument("--top", type=int, default=5, help="how many driving tokens to show")
+    p.add_argument(
+        "--model", default="models/model.pt", help="checkpoint written by the train stage (default: %(default)s)"
+    )
+    p.add_argument(
+        "--tokenizer",
+        default="data/tokenizer",
+        help="tokenizer folder the model was trained with, from the tokenize stage (default: %(default)s)",
+    )
+    p.add_argument("--top", type=int, default=5, help="how many driving tokens to show (default: %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps, or auto")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", type=Path, metavar="OUT.png", help="also draw every token's relevance as a bar chart")

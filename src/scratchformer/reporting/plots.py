@@ -61,6 +61,12 @@ def render_plots(plots: dict, labels: tuple[str, str], images: Path) -> list[Sec
     curves, confusion = Section("Training curves"), Section("Confusion matrices")
     attention, other = Section("Attention"), Section("Other pictures")
     missing = _missing(plots)
+
+    def section_of(name: str, fallback: Section) -> Section:
+        # By name, whether DVC draws the plot (a vega template) or copies it (a PNG from visualize).
+        lowered = name.lower()
+        return confusion if "confusion" in lowered else attention if "attention" in lowered else fallback
+
     for name, entries in (plots.get("data") or {}).items():
         if name.lower().endswith(IMAGE_SUFFIXES) or any(e.get("type") == "image" for e in entries):
             urls = {rev: e["url"] for e in entries if e.get("type") == "image" for rev in _revisions(e)}
@@ -70,9 +76,9 @@ def render_plots(plots: dict, labels: tuple[str, str], images: Path) -> list[Sec
                 if file:
                     shutil.copyfile(urls[label], images / file)
                 panels.append((label, file))
-            (attention if "attention" in name.lower() else other).pictures.append(Picture(name, panels))
+            section_of(name, other).pictures.append(Picture(name, panels))
             continue
-        target = confusion if "confusion" in name.lower() else curves
+        target = section_of(name, curves)
         vega = next((e for e in entries if e.get("type") == "vega"), None)
         present = set(_revisions(vega)) - missing.get(name, set()) if vega else set()
         if not present:
