@@ -21,9 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from scratchformer.checkpoint import save_torch
+from scratchformer.checkpoint import load_torch, save_torch
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +41,8 @@ def load_state(path: Path, key: str) -> dict | None:
     """The saved state at ``path`` if it belongs to the run ``key``; None (start afresh) otherwise."""
     if not path.is_file():
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    # The state only resumes an interrupted run: deleting it loses that run's finished epochs, nothing else.
+    state = load_torch(path, "delete this resumable state to start the stage afresh")
     if state.get("key") != key:
         log.info("%s: saved by a run with other params or inputs; starting afresh", path)
         return None
