@@ -251,7 +251,7 @@ def test_one_class_in_train_is_refused_at_download(tmp_path):
 
 def test_a_corpus_too_small_to_measure_is_refused(tmp_path):
     folder = three_splits(tmp_path / "c", {0: 1, 1: 1}, {0: 1}, {1: 1})  # 2/1/1 rows
-    with pytest.raises(DataError, match=r"class '0' has 1 train rows .*too few to learn it from \(at least 10\)"):
+    with pytest.raises(DataError, match=r"class '0' has 1 train row \(.*too few to learn it from \(at least 10\)"):
         ingest(tmp_path, folder)
     folder = three_splits(tmp_path / "d", {0: 20, 1: 20}, {0: 3, 1: 10}, {0: 10, 1: 10})
     with pytest.raises(DataError, match=r"class '0' has 3 validation rows .*moves its validation recall by 1/3"):

@@ -80,7 +80,7 @@ def check_splits(class_rows: dict[str, dict[str, int]], origins: dict[str, str])
             if n >= MIN_CLASS_ROWS:
                 continue
             elsewhere = ", ".join(f"{other} {rows[name]}" for other, rows in class_rows.items() if other != split)
-            what = f"class {name!r} has {n} {split} rows ({elsewhere})"
+            what = f"class {name!r} has {n} {split} row{'' if n == 1 else 's'} ({elsewhere})"
             if split == "test":  # recorded in a tracked output: no path in it
                 measure = "do not measure it" if n == 0 else "hardly measure it"
                 warnings.append(f"{what}: test scores {measure} (at least {MIN_CLASS_ROWS} rows wanted)")
