@@ -6,6 +6,7 @@ from pathlib import Path
 
 from scratchformer.config import load_params
 from scratchformer.pipeline import baseline
+from stages import run_stage
 
 
 def main() -> None:
@@ -18,4 +19,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from scratchformer.config import load_params
 from scratchformer.pipeline import download
+from stages import run_stage
 
 
 def main() -> None:
@@ -22,4 +23,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -16,6 +16,7 @@ from pathlib import Path
 from scratchformer.acceptance import failures
 from scratchformer.config import load_params
 from scratchformer.pipeline import evaluate
+from stages import run_stage
 
 
 def main() -> None:
@@ -42,4 +43,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

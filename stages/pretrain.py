@@ -16,6 +16,7 @@ from scratchformer import distributed
 from scratchformer.config import load_params
 from scratchformer.loop import TrainingDivergedError
 from scratchformer.pipeline import pretrain
+from stages import run_stage
 
 
 @record
@@ -47,4 +48,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

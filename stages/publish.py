@@ -4,6 +4,7 @@ import argparse
 from pathlib import Path
 
 from scratchformer.pipeline import publish
+from stages import run_stage
 
 
 def main() -> None:
@@ -24,4 +25,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -7,6 +7,7 @@ from pathlib import Path
 from scratchformer.config import load_params
 from scratchformer.inputs import resolved_revision
 from scratchformer.pipeline import tokenize
+from stages import run_stage
 
 
 def main() -> None:
@@ -25,4 +26,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -17,6 +17,7 @@ from scratchformer import distributed
 from scratchformer.config import load_params
 from scratchformer.loop import TrainingDivergedError
 from scratchformer.pipeline import train
+from stages import run_stage
 
 
 @record  # a rank's uncaught error reaches torchrun's report with its traceback
@@ -59,4 +60,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from scratchformer.config import load_params
 from scratchformer.pipeline import visualize
+from stages import run_stage
 
 
 def main() -> None:
@@ -21,4 +22,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_stage(main)

@@ -124,3 +124,39 @@ def test_load_params_names_the_file(tmp_path):
 def test_configs_are_frozen():
     with pytest.raises(AttributeError):
         ModelConfig().d_model = 128
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"seed": -1}, "seed=-1 must be in 0..4294967295: numpy and torch take seeds in [0, 2**32)"),
+        ({"seed": 2**32}, "seed=4294967296 must be in 0..4294967295"),
+        ({"seed": 2**32 - 2, "train": {"ensemble": 3}}, "train.ensemble=3 also uses seed+1..seed+2"),
+    ],
+)
+def test_seeds_numpy_and_torch_refuse_are_refused_at_load(raw, message):
+    with pytest.raises(ConfigError) as err:
+        from_dict(raw)
+    assert message in str(err.value)
+    assert from_dict({"seed": 0}).seed == 0 and from_dict({"seed": 2**32 - 1}).seed == 2**32 - 1
+
+
+@pytest.mark.parametrize("path", ["./my_corpus", "corpus/", "/no/such/folder", "~/no_such_corpus", "data/corpora/x"])
+@pytest.mark.parametrize("key", ["data.source", "tokenizer.name"])
+def test_a_missing_folder_is_not_taken_for_a_hub_id(tmp_path, monkeypatch, path, key):
+    monkeypatch.chdir(tmp_path)
+    section, name = key.split(".")
+    with pytest.raises(ConfigError, match=rf"^{key}: no folder {path} \(relative to .*\); correct the path"):
+        from_dict({section: {name: path}})
+    (tmp_path / "corpus").mkdir()
+    assert from_dict({section: {name: "corpus/"}})  # a folder that exists
+    assert from_dict({section: {name: "owner/name"}})  # hub ids: owner/name or name
+    assert from_dict({section: {name: "corpus_typo"}})
+
+
+def test_data_encoding_is_checked():
+    assert from_dict({"data": {"encoding": "gb18030"}}).data.encoding == "gb18030"
+    with pytest.raises(ConfigError, match=r"data\.encoding='gbx' is not an encoding Python knows"):
+        from_dict({"data": {"encoding": "gbx"}})
+    with pytest.raises(ConfigError, match=r"data\.encoding='utf-16' is not ASCII-compatible"):
+        from_dict({"data": {"encoding": "utf-16"}})

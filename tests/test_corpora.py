@@ -204,3 +204,63 @@ def test_ingest_writes_classes_and_report_beside_the_splits(tmp_path):
     assert classes == {"names": ["negative", "positive"], "labels": [0, 1]}
     report = json.loads((tmp_path / "raw" / "ingest.json").read_text(encoding="utf-8"))
     assert report["class_rows"]["train"] == {"negative": 120, "positive": 120}
+
+
+def ingest(tmp_path, folder, **data):
+    """The download stage on ``folder``: its report, as metrics/data.json holds it."""
+    from scratchformer.pipeline import download
+
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps({"source": str(folder)}), encoding="utf-8")
+    params = from_dict({"data": {"source": str(folder), **data}})
+    download.run(params, inputs, tmp_path / "raw", tmp_path / "data.json")
+    return json.loads((tmp_path / "data.json").read_text(encoding="utf-8"))["data"]
+
+
+def three_splits(folder, train, validation, test):
+    """A split corpus whose rows per split are ``{label: n}``."""
+    folder.mkdir(parents=True)
+    for name, counts in (("train", train), ("dev", validation), ("test", test)):
+        rows = [(label, f"第{i}条{label}类评论。") for label, n in counts.items() for i in range(n)]
+        write_rows(folder / f"{name}.tsv", rows, "tsv")
+    return folder
+
+
+def test_fixture_corpus_passes_the_split_checks_and_its_report_is_unchanged(tmp_path):
+    report = ingest(tmp_path, write_corpus(tmp_path / "c"))
+    assert "warnings" not in report and report["rows"] == {"train": 240, "validation": 60, "test": 60}
+
+
+def test_a_class_only_in_test_is_refused_before_training(tmp_path):
+    folder = three_splits(tmp_path / "c", {0: 20, 1: 20}, {0: 10, 1: 10}, {0: 10, 1: 10, 2: 12})
+    with pytest.raises(DataError, match=r"train\.tsv: class '2' has 0 train rows \(validation 0, test 12\): a model"):
+        ingest(tmp_path, folder)
+
+
+def test_a_class_missing_from_validation_is_refused(tmp_path):
+    folder = three_splits(tmp_path / "c", {0: 20, 1: 20}, {0: 10}, {0: 10, 1: 10})
+    with pytest.raises(DataError, match=r"dev\.tsv: class '1' has 0 validation rows .*meaningless 0"):
+        ingest(tmp_path, folder)
+
+
+def test_one_class_in_train_is_refused_at_download(tmp_path):
+    folder = three_splits(tmp_path / "c", {0: 20}, {0: 10, 1: 10}, {0: 10, 1: 10})
+    with pytest.raises(DataError, match=r"class '1' has 0 train rows"):
+        ingest(tmp_path, folder)
+
+
+def test_a_corpus_too_small_to_measure_is_refused(tmp_path):
+    folder = three_splits(tmp_path / "c", {0: 1, 1: 1}, {0: 1}, {1: 1})  # 2/1/1 rows
+    with pytest.raises(DataError, match=r"class '0' has 1 train row \(.*too few to learn it from \(at least 10\)"):
+        ingest(tmp_path, folder)
+    folder = three_splits(tmp_path / "d", {0: 20, 1: 20}, {0: 3, 1: 10}, {0: 10, 1: 10})
+    with pytest.raises(DataError, match=r"class '0' has 3 validation rows .*moves its validation recall by 1/3"):
+        ingest(tmp_path, folder)
+
+
+def test_a_class_missing_from_test_is_a_recorded_warning(tmp_path):
+    folder = three_splits(tmp_path / "c", {0: 20, 1: 20, 2: 20}, {0: 10, 1: 10, 2: 10}, {0: 10, 1: 10})
+    report = ingest(tmp_path, folder)
+    assert report["warnings"] == [
+        "class '2' has 0 test rows (train 20, validation 10): test scores do not measure it (at least 10 rows wanted)"
+    ]

@@ -155,3 +155,99 @@ def test_batches_pad_to_their_own_longest_and_cover_everything():
     assert sorted(seen) == [2, 3, 4, 5, 7]
     ordered = [ids.shape[1] for ids, _ in batches(split, 2, pad_id=0)]
     assert ordered == [7, 5, 4]
+
+
+def write_lines(path, lines, encoding="utf-8", end="\n"):
+    path.write_bytes((end.join(lines) + end).encode(encoding))
+
+
+def numbered(n, sep):
+    return [f"{i % 2}{sep}第{i}条评论，房间很好。" for i in range(n)]
+
+
+def three_files(folder, fmt="csv", train=None, encoding="utf-8"):
+    """train/dev/test in ``fmt``, 40 rows each; ``train`` replaces train's data lines."""
+    sep = "\t" if fmt == "tsv" else ","
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("train", "dev", "test"):
+        rows = train if name == "train" and train is not None else numbered(40, sep)
+        write_lines(folder / f"{name}.{fmt}", [f"label{sep}text", *rows], encoding)
+    return folder
+
+
+def test_csv_quote_run_stops_naming_the_row_where_rows_merge(tmp_path):
+    # A text opening with '"' and a later one holding '"': the reader would take the
+    # three rows between for one text (300 lines, 297 rows).
+    rows = numbered(300, ",")
+    rows[10] = '1,"引号开头的评论'
+    rows[13] = '0,他说"很差"，服务太吵。'
+    three_files(tmp_path, train=rows)
+    with pytest.raises(DataError) as err:
+        load(tmp_path)
+    message = str(err.value)
+    assert f"{tmp_path / 'train.csv'}: row 11 (line 12) runs on over the next 3 lines" in message
+    assert "only the quote on line 15 closes (300 lines of rows, 297 rows read)" in message
+    assert "double each quote inside it" in message
+
+
+def test_quoted_csv_written_by_pandas_still_reads(tmp_path):
+    assert len(load(write_corpus(tmp_path, fmt="csv"))["train"]) == 240  # its quotes are doubled
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv"])
+def test_stray_carriage_return_is_named_not_taken_for_an_empty_text(tmp_path, fmt):
+    sep = "\t" if fmt == "tsv" else ","
+    rows = numbered(20, sep)
+    rows[5] = f"1{sep}前半句\r后半句"
+    three_files(tmp_path, fmt, train=rows)
+    with pytest.raises(DataError) as err:
+        load(tmp_path, drop_empty=True)  # dropping "empty" rows must not hide it either
+    message = str(err.value)
+    assert f"train.{fmt}: row 6 (line 7) holds a carriage return (\\r) inside the line" in message
+    assert "remove it or replace it with a space" in message
+
+
+def test_windows_line_ends_and_blank_lines_read(tmp_path):
+    three_files(tmp_path, "tsv")
+    write_lines(tmp_path / "train.tsv", ["label\ttext", *numbered(20, "\t"), "", *numbered(5, "\t")], end="\r\n")
+    assert len(load(tmp_path)["train"]) == 25
+
+
+@pytest.mark.parametrize("codec", ["gbk", "gb18030"])
+def test_chinese_encodings_are_named_and_read_when_set(tmp_path, codec):
+    rows = numbered(40, ",")
+    rows[3] = "0,这家酒店很差𠮷。" if codec == "gb18030" else "0,这家酒店很差。"  # 𠮷: in GB18030, not GBK
+    three_files(tmp_path, train=rows, encoding=codec)
+    with pytest.raises(
+        DataError, match=r"train\.csv: line 2 is not utf-8 .*it reads as gb18030: set data\.encoding: gb18030"
+    ):
+        load(tmp_path)
+    assert load(tmp_path, encoding=codec)["train"]["text"][3] == rows[3][2:]
+    if codec == "gb18030":
+        with pytest.raises(DataError, match=r"line 5 is not gbk .*set data\.encoding: gb18030"):
+            load(tmp_path, encoding="gbk")
+
+
+def test_utf16_is_named(tmp_path):
+    three_files(tmp_path)
+    write_lines(tmp_path / "test.csv", ["label,text", *numbered(3, ",")], "utf-16")
+    with pytest.raises(DataError, match=r"test\.csv: line 1 is not utf-8 .*the file is UTF-16: save it as UTF-8"):
+        load(tmp_path)
+
+
+def test_empty_and_header_only_files_are_named(tmp_path):
+    three_files(tmp_path)
+    (tmp_path / "dev.csv").write_text("label,text\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"dev\.csv: a header line and no rows"):
+        load(tmp_path)
+    (tmp_path / "dev.csv").write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match=r"dev\.csv: empty file"):
+        load(tmp_path)
+
+
+def test_a_row_the_reader_rejects_names_the_file(tmp_path):
+    rows = numbered(40, ",")
+    rows[7] = "1,一个,逗号太多,的行"
+    three_files(tmp_path, train=rows)
+    with pytest.raises(DataError, match=r"train\.csv: cannot be read \(ParserError: .*line 9"):
+        load(tmp_path)

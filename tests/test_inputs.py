@@ -60,3 +60,11 @@ def test_unreachable_hub_fails_fast_naming_the_key(monkeypatch, tmp_path):
     monkeypatch.setattr(constants, "ENDPOINT", "https://127.0.0.1:9")
     with pytest.raises(HubUnreachableError, match=r"tokenizer\.name"):
         fingerprint("bert-base-chinese", None, "tokenizer.name", "model")
+
+
+def test_a_file_given_for_a_folder_is_a_params_error(tmp_path):
+    from scratchformer.config import ConfigError
+
+    (tmp_path / "train.csv").write_text("label,text\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"data\.source='.*train\.csv' is a file; give the folder that holds it"):
+        fingerprint(str(tmp_path / "train.csv"), None, "data.source", "dataset")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from scratchformer.config import ModelConfig, section
+from scratchformer.config import ModelConfig, UserError, section
 from scratchformer.files import write_atomic
 from scratchformer.model import Classifier, Ensemble, TransformerClassifier
 from scratchformer.nbsvm import NBLogistic
@@ -25,6 +27,28 @@ def save_torch(path: str | Path, obj: Any) -> None:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     write_atomic(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
+
+
+class CorruptFileError(UserError, ValueError):
+    """A file the pipeline wrote cannot be read back (cut short, emptied); the message says what to do."""
+
+
+# What torch.load raises on a file cut short or overwritten: EOFError (empty), RuntimeError
+# ("PytorchStreamReader failed reading zip archive"), OSError, KeyError, and the pickle and
+# zip errors of older formats.
+UNREADABLE = (EOFError, RuntimeError, OSError, KeyError, pickle.UnpicklingError, zipfile.BadZipFile)
+
+
+def load_torch(path: str | Path, fix: str, map_location: str | torch.device = "cpu") -> Any:
+    """``torch.load(path)`` (tensors and plain data only); an unreadable file is named with ``fix``."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except UNREADABLE as err:
+        cause = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise CorruptFileError(f"{path}: cannot be read, cut short or damaged ({cause}); {fix}") from err
+
+
+REBUILD = "delete it and run `dvc repro` to rebuild it"
 
 
 def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
@@ -48,7 +72,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no trained model; run `dvc repro` first")
-    state = torch.load(path, map_location=device, weights_only=True)
+    state = load_torch(path, REBUILD, map_location=device)
     config = section(ModelConfig, state.pop("model_config"), "model")
     vocab_size, pad_id, k = state.pop("vocab_size"), state.pop("pad_id"), state.pop("members", 1)
     members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
@@ -67,7 +91,7 @@ def save_no_pretraining(path: str | Path) -> None:
 
 def load_pretrained(model: TransformerClassifier, path: str | Path) -> bool:
     """Copy pretrained weights from ``path`` into ``model`` if it holds any; say whether it did."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_torch(path, REBUILD)
     if not state.get("pretrained"):
         return False
     saved = section(ModelConfig, state["model_config"], "model")

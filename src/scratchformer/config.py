@@ -8,6 +8,7 @@ fails at once instead of silently training the default.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import math
 import re
@@ -24,15 +25,34 @@ POSITIONALS = ("sinusoidal", "learned", "rope")
 NORMS = ("pre", "post")
 MAX_POSITIONS = 4096  # largest positional table we allow (memory grows as T^2)
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+SEEDS = 2**32  # numpy's and torch's seeds lie in [0, 2**32)
 
 
-class ConfigError(ValueError):
+class UserError(Exception):
+    """An error the user fixes in params.yaml or the inputs; a stage prints its message alone (stages.run_stage)."""
+
+
+class ConfigError(UserError, ValueError):
     """A params.yaml value is unknown, mistyped or impossible."""
 
 
 def _require(ok: bool, key: str, value: Any, why: str) -> None:
     if not ok:
         raise ConfigError(f"{key}={value!r} {why}")
+
+
+def looks_like_path(name: str) -> bool:
+    """Whether ``name`` can only be a folder: a hub id is ``name`` or ``owner/name``, never more."""
+    return name.startswith((".", "/", "~")) or name.endswith(("/", "\\")) or name.count("/") > 1 or "\\" in name
+
+
+def _require_folder(key: str, name: str) -> None:
+    """A ``name`` that is a path must exist now, not be taken for a hub id (and fail there) later."""
+    if looks_like_path(name) and not Path(name).expanduser().exists():
+        raise ConfigError(
+            f"{key}: no folder {name} (relative to {Path.cwd()}); correct the path, "
+            "or give a hub id (name or owner/name)"
+        )
 
 
 @dataclass(frozen=True)
@@ -46,8 +66,23 @@ class DataConfig:
     resplit: bool = False  # with split: also divide a corpus that has its own splits (all rows pooled)
     drop_empty: bool = False  # drop blank texts (counted) instead of stopping at the first
     dedupe: bool = False  # remove from train the texts that also appear in validation or test
+    encoding: str = "utf-8"  # of the tsv/csv/jsonl files of a local corpus, e.g. gb18030 (GBK's superset)
 
     def __post_init__(self) -> None:
+        _require_folder("data.source", self.source)
+        try:
+            codec = codecs.lookup(self.encoding)
+        except LookupError:
+            raise ConfigError(
+                f"data.encoding={self.encoding!r} is not an encoding Python knows (e.g. gb18030)"
+            ) from None
+        # Files are split into lines as bytes: the encoding must write these characters as ASCII does.
+        _require(
+            codec.encode('\t\n\r,"')[0] == b'\t\n\r,"',
+            "data.encoding",
+            self.encoding,
+            "is not ASCII-compatible (UTF-16 or -32?); save the files as UTF-8",
+        )
         if self.split is not None:
             fractions = self.split
             _require(
@@ -84,6 +119,7 @@ class TokenizerConfig:
     max_len: int = 64  # tokens per text, [CLS] and [SEP] included
 
     def __post_init__(self) -> None:
+        _require_folder("tokenizer.name", self.name)
         _require(self.max_len >= 3, "tokenizer.max_len", self.max_len, "must be >= 3")
 
 
@@ -294,6 +330,14 @@ class Params:
     errors: ErrorsConfig = field(default_factory=ErrorsConfig)
 
     def __post_init__(self) -> None:
+        members = self.train.ensemble - 1  # the members train from seed, seed+1, …, seed+members
+        also = f" (train.ensemble={self.train.ensemble} also uses seed+1..seed+{members})" if members else ""
+        _require(
+            0 <= self.seed < SEEDS - members,
+            "seed",
+            self.seed,
+            f"must be in 0..{SEEDS - 1 - members}: numpy and torch take seeds in [0, 2**32){also}",
+        )
         _require(
             self.tokenizer.max_len <= self.model.max_len,
             "tokenizer.max_len",

@@ -1,10 +1,12 @@
-"""Dividing a one-file corpus, and finding texts that leak from train into evaluation."""
+"""Dividing a one-file corpus, finding texts that leak from train into evaluation, checking splits can measure."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from scratchformer.labels import DataError
 
 SPLIT_NAMES = ("train", "validation", "test")
 
@@ -53,3 +55,45 @@ def leakage(train: pa.ChunkedArray, others: list[pa.ChunkedArray]) -> dict:
 
 def _flat(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+# Rows every class needs in train and in validation. One validation row moves accuracy
+# by 1/n and a class's recall by 1/n_c: below 10 rows a single review shifts that class's
+# recall, and its F1, by more than 10 points, far beyond the differences the pipeline
+# compares (ablations differ by a point or two), and a model that guesses can pass
+# acceptance.validation_accuracy by luck (two rows of two classes: one guess in four).
+# Ten rows of a class are also the fewest a model could be said to learn it from.
+MIN_CLASS_ROWS = 10
+
+
+def check_splits(class_rows: dict[str, dict[str, int]], origins: dict[str, str]) -> list[str]:
+    """Stop if a split cannot measure what the pipeline reports; return the warnings to record.
+
+    ``class_rows``: split -> class name -> rows. Every class needs ``MIN_CLASS_ROWS`` rows
+    in train (to learn it) and in validation (to select and accept on it): fewer is an
+    error naming the split, the class and the fix. A class with fewer in test is a
+    warning: test scores then say little or nothing about it.
+    """
+    warnings = []
+    for split in SPLIT_NAMES:
+        for name, n in class_rows[split].items():
+            if n >= MIN_CLASS_ROWS:
+                continue
+            elsewhere = ", ".join(f"{other} {rows[name]}" for other, rows in class_rows.items() if other != split)
+            what = f"class {name!r} has {n} {split} row{'' if n == 1 else 's'} ({elsewhere})"
+            if split == "test":  # recorded in a tracked output: no path in it
+                measure = "do not measure it" if n == 0 else "hardly measure it"
+                warnings.append(f"{what}: test scores {measure} (at least {MIN_CLASS_ROWS} rows wanted)")
+                continue
+            what = f"{origins[split]}: {what}"
+            if split == "train":
+                why = "a model cannot learn it" if n == 0 else f"too few to learn it from (at least {MIN_CLASS_ROWS})"
+                raise DataError(f"{what}: {why}; add train rows of it, or remove the class from every split")
+            else:
+                why = (
+                    "its validation F1 would be a meaningless 0"
+                    if n == 0
+                    else f"one row moves its validation recall by 1/{n} (at least {MIN_CLASS_ROWS} rows needed)"
+                )
+                raise DataError(f"{what}: {why}; add validation rows of it, or set data.split to divide the corpus")
+    return warnings

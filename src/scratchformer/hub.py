@@ -6,8 +6,10 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
+from scratchformer.config import UserError
 
-class HubUnreachableError(ConnectionError):
+
+class HubUnreachableError(UserError, ConnectionError):
     """The Hugging Face Hub cannot be reached and nothing local was given."""
 
 

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from scratchformer.config import ConfigError
 from scratchformer.hub import check_hub_reachable, is_local
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ def fingerprint(source: str, revision: str | None, key: str, kind: Literal["data
     if is_local(source):
         folder = Path(source).expanduser()
         if not folder.is_dir():
-            raise NotADirectoryError(f"{key}={source!r} is a file; give the folder that holds it")
+            raise ConfigError(f"{key}={source!r} is a file; give the folder that holds it")
         return {"source": source, "files": folder_hashes(folder)}
     if revision and COMMIT.fullmatch(revision):
         return {"source": source, "revision": revision, "resolved": revision}

@@ -17,12 +17,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from scratchformer.config import UserError
 from scratchformer.files import write_json
 
 INTEGER = r"^[+-]?[0-9]+$"
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """The corpus cannot be used as it is; the message says where and why."""
 
 

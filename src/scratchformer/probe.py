@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from scratchformer.config import ConfigError, ProbeConfig
+from scratchformer.config import ProbeConfig
 from scratchformer.model import TransformerClassifier, eval_mode
+from scratchformer.tokenization import probe_ids
 
 
 @dataclass(frozen=True)
@@ -21,14 +22,8 @@ class Probe:
 
 
 def make_probe(config: ProbeConfig, tokenizer: PreTrainedTokenizerBase, max_len: int) -> Probe:
-    ids = tokenizer(config.text, truncation=True, max_length=max_len)["input_ids"]
+    ids, query_index = probe_ids(config, tokenizer, max_len)
     tokens = tokenizer.convert_ids_to_tokens(ids)
-    if config.query_token not in tokens:
-        raise ConfigError(
-            f"probe.query_token={config.query_token!r} is not a token of probe.text (tokens: {' '.join(tokens)})"
-        )
-    # The last occurrence: in a review the closing judgement usually carries the sentiment.
-    query_index = len(tokens) - 1 - tokens[::-1].index(config.query_token)
     return Probe(tokens, torch.tensor([ids]), query_index, config.layer, config.head)
 
 

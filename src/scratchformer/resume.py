@@ -24,11 +24,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import torch
 import yaml
 
 import scratchformer
-from scratchformer.checkpoint import save_torch
+from scratchformer.checkpoint import load_torch, save_torch
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,8 @@ def load_state(path: Path, key: dict[str, Any]) -> dict | None:
     """The saved state at ``path`` if it belongs to the run ``key``; None (start afresh) otherwise."""
     if not path.is_file():
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    # The state only resumes an interrupted run: deleting it loses that run's finished epochs, nothing else.
+    state = load_torch(path, "delete this resumable state to start the stage afresh")
     saved = state.get("key")
     if not isinstance(saved, dict) or saved.get("data") != key["data"]:
         log.info("%s: saved by a run with other params or inputs; starting afresh", path)

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from scratchformer.config import ConfigError, ProbeConfig
 from scratchformer.files import atomic_dir
 from scratchformer.hub import check_hub_reachable, is_local
 
@@ -40,6 +41,31 @@ def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenize
     if tokenizer.pad_token_id is None:
         raise ValueError(f"tokenizer {name!r} has no PAD token")
     return tokenizer
+
+
+def probe_ids(config: ProbeConfig, tokenizer: PreTrainedTokenizerBase, max_len: int) -> tuple[list[int], int]:
+    """The probe text's ids as the model sees them (cut at ``max_len``), and where its query token last is.
+
+    Checked at the tokenize stage, the first with the tokenizer, so that a query
+    token the cut removes stops the pipeline there, naming tokenizer.max_len,
+    rather than at train.
+    """
+    ids = tokenizer(config.text, truncation=True, max_length=max_len)["input_ids"]
+    tokens = tokenizer.convert_ids_to_tokens(ids)
+    if config.query_token not in tokens:
+        every = tokenizer.convert_ids_to_tokens(tokenizer(config.text)["input_ids"])
+        if config.query_token in every:
+            first = every.index(config.query_token)  # the cut keeps max_len - 1 tokens, then [SEP]
+            raise ConfigError(
+                f"tokenizer.max_len={max_len} cuts probe.text to its first {max_len - 1} tokens and [SEP], and "
+                f"probe.query_token={config.query_token!r} first comes at token {first + 1}: raise tokenizer.max_len "
+                f"to at least {first + 2}, or shorten probe.text"
+            )
+        raise ConfigError(
+            f"probe.query_token={config.query_token!r} is not a token of probe.text (tokens: {' '.join(every)})"
+        )
+    # The last occurrence: in a review the closing judgement usually carries the sentiment.
+    return ids, len(tokens) - 1 - tokens[::-1].index(config.query_token)
 
 
 def save_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path) -> None:

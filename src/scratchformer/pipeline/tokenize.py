@@ -14,6 +14,7 @@ from scratchformer.labels import Classes
 from scratchformer.tokenization import (
     encode_flat,
     load_tokenizer,
+    probe_ids,
     save_tokenizer,
     token_dtype,
     token_stats,
@@ -27,6 +28,7 @@ def run(params: Params, raw_dir: Path, tokenized_dir: Path, tokenizer_dir: Path,
     """Raw splits -> ``tokenized_dir``/<split>/{tokens,offsets,labels}.npy and meta.json; the tokenizer."""
     tokenizer = load_tokenizer(params.tokenizer.name, revision)
     max_len = params.tokenizer.max_len
+    probe_ids(params.probe, tokenizer, max_len)  # a probe train cannot use stops the pipeline here
     classes = Classes.read(raw_dir / "classes.json")
     meta = {
         "vocab_size": len(tokenizer),

@@ -1,0 +1,111 @@
+"""Stage entry points: a user error is one line and exit status 2; --debug shows the traceback."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from fixtures import write_corpus, write_tokenizer
+
+from scratchformer.checkpoint import CorruptFileError, load_pretrained, save_no_pretraining
+from scratchformer.config import ConfigError, ModelConfig, ProbeConfig, from_dict
+from scratchformer.model import TransformerClassifier
+from scratchformer.resume import load_state, save_state
+from scratchformer.tokenization import load_tokenizer, probe_ids
+from stages import run_stage
+
+ROOT = Path(__file__).parents[1]
+
+
+def download(tmp_path, params: dict, *extra: str, **env: str) -> subprocess.CompletedProcess:
+    """``python -m stages.download`` on ``params`` (tmp_path/params.yaml), as dvc runs it."""
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True), encoding="utf-8")
+    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}), encoding="utf-8")
+    args = ["--params", "params.yaml", "--inputs", "inputs.json", "--out", "raw", "--metrics", "data.json", *extra]
+    environ = {k: v for k, v in os.environ.items() if k != "SCRATCHFORMER_DEBUG"}
+    environ.update(PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'src'}", HF_HUB_OFFLINE="1", **env)
+    return subprocess.run(
+        [sys.executable, "-m", "stages.download", *args], cwd=tmp_path, env=environ, capture_output=True, text=True
+    )
+
+
+def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp_path):
+    write_corpus(tmp_path / "corpus")
+    (tmp_path / "corpus" / "dev.tsv").write_text("label\ttext_a\n", encoding="utf-8")
+    result = download(tmp_path, {"data": {"source": "corpus"}})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: corpus/dev.tsv: a header line and no rows")
+    assert "Traceback" not in result.stderr
+    params = {"data": {"source": "corpus"}}
+    for debug in (download(tmp_path, params, "--debug"), download(tmp_path, params, SCRATCHFORMER_DEBUG="1")):
+        assert debug.returncode == 1 and "Traceback" in debug.stderr and "DataError" in debug.stderr
+
+
+def test_a_params_error_names_the_file_and_key(tmp_path):
+    result = download(tmp_path, {"seed": -1})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: params.yaml: seed=-1 must be in 0..4294967295")
+
+
+def test_run_stage_lets_bugs_keep_their_traceback(monkeypatch):
+    monkeypatch.delenv("SCRATCHFORMER_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", ["stage"])
+
+    def bug():
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        run_stage(bug)
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 cut short"])
+def test_a_corrupt_resume_state_says_to_delete_it(tmp_path, monkeypatch, capsys, content):
+    path = tmp_path / "checkpoints" / "train.pt"
+    key = {"data": "k", "code": {}}
+    save_state(path, {"key": key, "members": []})
+    assert load_state(path, key)["members"] == []
+    path.write_bytes(content)
+    with pytest.raises(
+        CorruptFileError, match=rf"{path}: cannot be read, cut short or damaged .*delete this resumable"
+    ):
+        load_state(path, key)
+    monkeypatch.delenv("SCRATCHFORMER_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", ["stage"])
+    with pytest.raises(SystemExit) as exit_:
+        run_stage(lambda: load_state(path, key))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {path}: cannot be read")
+
+
+def test_a_corrupt_pretrained_model_says_to_rebuild_it(tmp_path):
+    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=16, num_classes=2), 30, 0)
+    path = tmp_path / "pretrained.pt"
+    save_no_pretraining(path)
+    assert not load_pretrained(model, path)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(CorruptFileError, match=rf"{path}: cannot be read.*delete it and run `dvc repro`"):
+        load_pretrained(model, path)
+
+
+def test_a_probe_token_cut_off_by_max_len_is_named_at_tokenize(tmp_path):
+    tokenizer = load_tokenizer(str(write_tokenizer(tmp_path / "vocab")))
+    probe = ProbeConfig(text="房间太脏，早餐一般，服务很差。", query_token="差")
+    assert probe_ids(probe, tokenizer, 16)[1] == 14  # [CLS] is token 0
+    with pytest.raises(ConfigError, match=r"tokenizer\.max_len=8 cuts probe\.text .* at least 16, or shorten"):
+        probe_ids(probe, tokenizer, 8)
+
+
+def test_tokenize_stage_checks_the_probe_before_any_output(tmp_path):
+    from scratchformer.pipeline import tokenize
+
+    vocab = str(write_tokenizer(tmp_path / "vocab"))
+    params = from_dict(
+        {"tokenizer": {"name": vocab, "max_len": 8}, "probe": {"text": "房间太脏，早餐一般，服务很差。"}}
+    )
+    with pytest.raises(ConfigError, match=r"tokenizer\.max_len=8"):
+        tokenize.run(params, tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
+    assert not (tmp_path / "tokenized").exists()
