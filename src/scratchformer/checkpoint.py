@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import pickle
+import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,33 @@ from scratchformer.config import ModelConfig, section
 from scratchformer.files import write_atomic
 from scratchformer.model import Classifier, Ensemble, TransformerClassifier
 from scratchformer.nbsvm import NBLogistic
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that exists but cannot be read: empty, truncated, damaged, or not a checkpoint."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path} {problem}: restore it with `dvc checkout {path}`, or rebuild it with `dvc repro`")
+
+
+def read_torch(path: Path) -> Any:
+    """``torch.load(path, weights_only=True)`` on CPU; a file it cannot read raises CheckpointError.
+
+    torch reports a damaged file by what broke inside it (a bare EOFError for an empty
+    file, the zip reader's RuntimeError, the weights-only unpickler's advice to turn
+    its safety off); the one thing to do about any of them is to restore the file.
+    """
+    if path.stat().st_size == 0:
+        raise CheckpointError(path, "is empty")
+    try:
+        with warnings.catch_warnings():
+            # Said of a pickle torch.save did not write, just before the error below says more.
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except (EOFError, OSError, RuntimeError, zipfile.BadZipFile, KeyError) as err:
+        raise CheckpointError(path, "is truncated or damaged") from err
+    except pickle.UnpicklingError as err:
+        raise CheckpointError(path, "is not a checkpoint this project wrote (torch's safe reader refuses it)") from err
 
 
 def save_torch(path: str | Path, obj: Any) -> None:
@@ -43,12 +73,18 @@ def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
     save_torch(path, state)
 
 
+RECORDS = ("model_config", "vocab_size", "pad_id", "state_dict")  # what every checkpoint holds
+
+
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[Classifier, dict]:
     """Rebuild the model (or ensemble) from ``path`` in eval mode; also return the checkpoint's info."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no trained model; run `dvc repro` first")
-    state = torch.load(path, map_location=device, weights_only=True)
+    state = read_torch(path)
+    missing = [key for key in RECORDS if not isinstance(state, dict) or key not in state]
+    if missing:
+        raise CheckpointError(path, f"is not a trained model's checkpoint (no {', '.join(missing)})")
     config = section(ModelConfig, state.pop("model_config"), "model")
     vocab_size, pad_id, k = state.pop("vocab_size"), state.pop("pad_id"), state.pop("members", 1)
     members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
@@ -67,7 +103,7 @@ def save_no_pretraining(path: str | Path) -> None:
 
 def load_pretrained(model: TransformerClassifier, path: str | Path) -> bool:
     """Copy pretrained weights from ``path`` into ``model`` if it holds any; say whether it did."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = read_torch(Path(path))
     if not state.get("pretrained"):
         return False
     saved = section(ModelConfig, state["model_config"], "model")
