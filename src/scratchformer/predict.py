@@ -61,7 +61,11 @@ class Predictor:
 
     @torch.no_grad()
     def predict(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:
-        """Label, probabilities and the ``top_k`` most relevant tokens of each text (None: every token)."""
+        """Label, probabilities and the ``top_k`` most relevant tokens of each text (None: every token).
+
+        A text whose tokens are all [UNK] still gets the model's answer, but with a
+        ``warning``: the answer cannot be about words the model never saw.
+        """
         texts = [clean(t) for t in texts]
         if not texts or not all(texts):
             raise ValueError("no text to classify: give one or more non-empty texts")
