@@ -3,8 +3,8 @@
 Builds a model of the default params' size with random weights (answers do not matter,
 only the work does) and synthetic review-length texts drawn from the tokenizer's CJK
 characters, then pipes each input file through ``python -m scratchformer predict`` in a
-fresh process. Each child's peak RSS comes from ``os.wait4`` (its own rusage, not the
-running maximum over all children). Prints lines/s and peak RSS per size, and the growth
+fresh process, started by a slim probe process whose only child it is, so that
+``RUSAGE_CHILDREN`` is predict's own peak RSS. Prints lines/s and peak RSS per size, and the growth
 ratios against the smallest size measured in the same run: a streaming predict keeps
 the memory ratio near 1 while the lines grow 10x.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -61,17 +62,28 @@ def write_lines(path: Path, n: int, alphabet: list[str], seed: int = 0) -> None:
 
 
 def measure(command: list[str], stdin: Path, env: dict) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of ``command`` reading ``stdin``, its output thrown away."""
+    """Wall seconds and peak RSS (bytes) of ``command`` reading ``stdin``, its output thrown away.
+
+    A slim probe process starts the command: a child's peak RSS counts what it held
+    before its exec too, so forked straight from this process (torch, the model, the
+    texts) it would carry this process's size into the measurement.
+    """
+    probe = [sys.executable, __file__, "--measure", "--", *command]
     with stdin.open("rb") as f:
-        start = time.perf_counter()
-        child = subprocess.Popen(command, stdin=f, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        err = child.stderr.read()
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed ({child.returncode}): {err.decode()[-2000:]}")
-    return seconds, usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        out = subprocess.run(probe, stdin=f, env=env, check=True, capture_output=True, text=True).stdout
+    seconds, peak = out.split()
+    return float(seconds), int(peak)
+
+
+def measure_child(command: list[str]) -> None:
+    """Run ``command`` on this process's stdin; print its wall seconds and peak RSS (it is the only child)."""
+    start = time.perf_counter()
+    result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({result.returncode}): {result.stderr.decode()[-2000:]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    print(seconds, peak)
 
 
 def main() -> None:
@@ -80,7 +92,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--batch-size", type=int, help="predict's --batch-size (default: predict's own)")
     parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS for predict (default: torch's choice)")
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure:
+        return measure_child(args.command)
 
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
     if args.threads:  # on a shared machine, more threads than free cores slow torch down many times over
