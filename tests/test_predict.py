@@ -1,3 +1,4 @@
+import io
 import json
 
 import pytest
@@ -53,6 +54,7 @@ def test_json_output_and_stdin(trained, capsys, monkeypatch):
         "n_tokens",
         "read_tokens",
         "truncated",
+        "warning",
     }
     assert set(rows[0]["top_tokens"][0]) == {"token", "position", "relevance"}
 
@@ -164,3 +166,187 @@ def test_device_flag_places_the_model_and_refuses_a_missing_device(trained, caps
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert main([*args, "--device", "cuda"]) == 2
     assert "'cuda' asked for, but this machine has no CUDA device" in capsys.readouterr().err
+
+
+class LoggedStdin:
+    """A stdin that logs each line it hands out into ``events`` (``read()`` hands out everything)."""
+
+    def __init__(self, lines, events):
+        self.lines, self.events = lines, events
+
+    def __iter__(self):
+        for i, line in enumerate(self.lines):
+            self.events.append(("read", i))
+            yield line + "\n"
+
+    def read(self):
+        return "".join(self)
+
+
+class LoggedStdout:
+    def __init__(self, events):
+        self.events, self.text = events, []
+
+    def write(self, s):
+        self.events.append(("write", s))
+        self.text.append(s)
+        return len(s)
+
+    def flush(self):
+        self.events.append(("flush", None))
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_stdin_streams_in_bounded_batches_and_answers_before_reading_it_all(trained, monkeypatch, as_json):
+    """Memory is bounded by the batch, not the input: no batch above the batch size, rows out as they are done."""
+    from scratchformer.cli import BATCH_SIZE
+
+    model, tokenizer = trained
+    events, sizes = [], []
+    predict = Predictor.predict
+
+    def spy(self, texts, top_k=5):
+        sizes.append(len(texts))
+        return predict(self, texts, top_k)
+
+    monkeypatch.setattr(Predictor, "predict", spy)
+    lines = ["房间很好。", "", "服务很差。"] * BATCH_SIZE  # 2 * BATCH_SIZE texts and blank lines between
+    out = LoggedStdout(events)
+    monkeypatch.setattr("sys.stdin", LoggedStdin(lines, events))
+    monkeypatch.setattr("sys.stdout", out)
+    args = ["predict", "--model", str(model), "--tokenizer", str(tokenizer)]
+    assert main([*args, "--json"] if as_json else args) == 0
+    assert sizes == [BATCH_SIZE, BATCH_SIZE]
+    first_write = next(i for i, e in enumerate(events) if e[0] == "write")
+    last_read = max(i for i, e in enumerate(events) if e[0] == "read")
+    assert first_write < last_read  # the first batch's rows went out before the last line was read
+    assert ("flush", None) in events[first_write:last_read]  # … and were flushed, not left in a buffer
+    printed = "".join(out.text)
+    if as_json:
+        rows = json.loads(printed)  # still one JSON array, written piece by piece
+        assert [r["text"] for r in rows] == ["房间很好。", "服务很差。"] * BATCH_SIZE
+    else:
+        assert printed.count("driven by:") == 2 * BATCH_SIZE
+
+
+def test_json_streams_the_same_bytes_as_one_dump(trained, capsys):
+    model, tokenizer = trained
+    texts = ["房间很好。", "服务很差。", "😀"]
+    assert main(["predict", "--json", "--model", str(model), "--tokenizer", str(tokenizer), *texts]) == 0
+    printed = capsys.readouterr().out
+    assert printed == json.dumps(json.loads(printed), ensure_ascii=False, indent=2) + "\n"
+
+
+def test_a_text_the_vocabulary_does_not_know_is_answered_with_a_warning(trained, capsys):
+    model, tokenizer = trained
+    args = ["predict", "--model", str(model), "--tokenizer", str(tokenizer), "😀😀😀", "房间很好。"]
+    assert main([*args, "--json"]) == 0
+    unknown, known = json.loads(capsys.readouterr().out)
+    assert "every token is [UNK]" in unknown["warning"] and known["warning"] is None
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (warned,) = [i for i, line in enumerate(lines) if line.startswith("\twarning: ")]
+    assert lines[warned - 2].endswith("\t😀😀😀") and "every token is [UNK]" in lines[warned]
+
+
+@pytest.mark.parametrize("blank", ["\u200b", "\u200c\u200d", " \ufeff\u2060 ", "\u200b\n\ufeff"])
+def test_zero_width_characters_alone_are_blank(trained, capsys, monkeypatch, blank):
+    import io
+
+    model, tokenizer = trained
+    args = ["predict", "--model", str(model), "--tokenizer", str(tokenizer)]
+    assert main([*args, blank]) == 2
+    assert "no text to classify" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{blank}\n房间很好。\n{blank}\n"))
+    assert main([*args, "--json"]) == 0
+    assert [r["text"] for r in json.loads(capsys.readouterr().out)] == ["房间很好。"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--top", "0", "argument --top: give a whole number of at least 1, not '0'"),
+        ("--top", "-3", "argument --top: give a whole number of at least 1, not '-3'"),
+        ("--batch-size", "0", "argument --batch-size: give a whole number of at least 1, not '0'"),
+    ],
+)
+def test_bad_flags_are_refused_before_anything_is_read(trained, capsys, flag, value, message):
+    model, tokenizer = trained
+    with pytest.raises(SystemExit) as exit:
+        main(["predict", "--model", str(model), "--tokenizer", str(tokenizer), flag, value, "好"])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"scratchformer predict: error: {message}" and "Traceback" not in err
+
+
+@pytest.mark.parametrize("device", ["foo", "cuda:x", "cuda:-1"])
+def test_an_unknown_device_is_one_line(trained, capsys, device):
+    model, tokenizer = trained
+    assert main(["predict", "--model", str(model), "--tokenizer", str(tokenizer), "--device", device, "好"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"scratchformer predict: {device!r} is not a device: give auto, cpu, cuda, cuda:N or mps\n"
+
+
+def test_a_missing_cuda_index_is_a_clear_error(trained, capsys, monkeypatch):
+    model, tokenizer = trained
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert main(["predict", "--model", str(model), "--tokenizer", str(tokenizer), "--device", "cuda:3", "好"]) == 2
+    assert "'cuda:3' asked for, but this machine has 1 CUDA device (cuda:0)" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_ends_quietly(trained, tmp_path):
+    """``predict | head -1``: the reader goes away early; no traceback, the conventional SIGPIPE status."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from scratchformer import cli
+
+    model, tokenizer = trained
+    (tmp_path / "in.txt").write_text("房间很好。\n" * 2000, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])}
+    cmd = [sys.executable, "-m", "scratchformer", "predict", "--model", str(model), "--tokenizer", str(tokenizer)]
+    with (tmp_path / "in.txt").open("rb") as stdin:
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert proc.stdout.readline().startswith(b"positive\t")
+        proc.stdout.close()  # what `head -1` does after its line
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 141  # 128 + SIGPIPE, as a shell reports a process the pipe ended
+    assert err == ""
+
+
+def corrupt(path, how):
+    whole = path.read_bytes()
+    if how == "empty":
+        return b""
+    if how == "truncated":
+        return whole[: len(whole) // 2]
+    if how == "garbage":
+        return b"not a checkpoint\n" * 10
+    if how == "pickle":  # a plain pickle: torch's weights-only reader refuses it
+        import pickle
+
+        return pickle.dumps({"model_config": object})
+    buffer = io.BytesIO()  # a readable torch file without the records of a checkpoint
+    torch.save({"weights": torch.zeros(2)}, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage", "pickle", "no records"])
+@pytest.mark.filterwarnings("error")  # nothing but the one line: no torch warning either
+def test_a_damaged_checkpoint_is_one_line_that_says_how_to_restore_it(trained, tmp_path, capsys, how):
+    model, tokenizer = trained
+    broken = tmp_path / "model.pt"
+    broken.write_bytes(corrupt(model, how))
+    assert main(["predict", "--model", str(broken), "--tokenizer", str(tokenizer), "好"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "weights_only" not in err
+    assert err.startswith(f"scratchformer predict: {broken} ") and "or rebuild it with `dvc repro`" in err
+
+    from scratchformer.checkpoint import CorruptFileError
+
+    with pytest.raises(CorruptFileError, match="restore it with `dvc checkout") as caught:
+        load_checkpoint(broken)
+    assert isinstance(caught.value, ValueError) and str(broken) in str(caught.value)

@@ -258,7 +258,8 @@ def test_the_model_library_never_imports_dvc_git_or_the_reports():
             for name in names:
                 if name.split(".")[0] in ("dvc", "subprocess") or name.startswith("scratchformer.reporting"):
                     offenders.append(f"{path.relative_to(SRC)}: {name}")
-    assert offenders == ["cli.py: scratchformer.reporting.commands", "cli.py: scratchformer.reporting.review"]
+    reporting = ("commands", "review", "metrics_check")
+    assert sorted(set(offenders)) == sorted(f"cli.py: scratchformer.reporting.{name}" for name in reporting)
 
 
 @pytest.mark.slow
@@ -319,3 +320,41 @@ def test_example_workflow_posts_the_report_the_command_writes():
     assert "--out" not in review  # the report lands in review/, the default
     assert any("dvc repro" in s for s in steps) and "cml comment create --publish review/report.md" in steps
     assert workflow[True] == "pull_request"  # YAML 1.1 reads the key `on` as True
+
+
+@pytest.mark.parametrize("rev", ["--all", "-n1"])
+def test_a_revision_that_looks_like_an_option_is_refused_even_as_an_experiment_name(tmp_path, rev):
+    sha = git_repo(tmp_path)
+    subprocess.run(["git", "update-ref", f"refs/exps/{sha[:2]}/{sha[2:]}/{rev}", sha], cwd=tmp_path, check=True)
+    with pytest.raises(ReportError, match=f"revision '{rev}' starts with '-'"):
+        resolve_revision(rev, cwd=tmp_path)
+
+
+def test_review_hands_dvc_commit_ids_not_the_names_it_was_given(tmp_path, monkeypatch):
+    from scratchformer.reporting import review
+
+    sha = git_repo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    monkeypatch.setattr(review, "dvc_json", lambda *args: calls.append(args) or {})
+    report = review.build("lr-sweep-1", "HEAD", tmp_path / "images")
+    assert report.title == "Review: lr-sweep-1 → HEAD"  # the names the reader gave, on the page
+    assert [args[2:4] for args in calls] == [(sha, sha)] * 3  # the commits, to dvc
+    calls.clear()
+    review.build("HEAD", None, tmp_path / "images")  # against the workspace: one revision
+    assert [args[2:4] for args in calls] == [(sha, "--all"), (sha, "--all"), (sha, "-o")]
+    with pytest.raises(ReportError, match="revision '--all' starts with '-'"):
+        review.build("--all", None, tmp_path / "images")
+    assert len(calls) == 3  # refused before dvc was asked anything
+
+
+def test_example_workflow_keeps_github_expressions_out_of_shell_lines():
+    """``${{ github.base_ref }}`` inside ``run:`` is pasted into the script unquoted; it goes through env."""
+    import yaml
+
+    workflow = yaml.safe_load((SRC.parents[1] / ".github" / "workflows" / "review.yml").read_text())
+    steps = workflow["jobs"]["review"]["steps"]
+    assert not [s["run"] for s in steps if "${{" in s.get("run", "")]
+    (review,) = [s for s in steps if s.get("run", "").startswith("scratchformer review")]
+    assert review["env"] == {"BASE_REF": "${{ github.base_ref }}"}
+    assert review["run"] == 'scratchformer review "origin/$BASE_REF"'

@@ -20,6 +20,7 @@ from scratchformer.training import drop_tokens, fit, grad_norm_summary
 )
 def test_device_auto_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2 if cuda else 0)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
     assert pick_device("auto") == torch.device(expected)
     assert pick_device("cpu") == torch.device("cpu")  # an explicit name is never second-guessed

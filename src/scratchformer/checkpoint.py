@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import pickle
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -30,25 +31,36 @@ def save_torch(path: str | Path, obj: Any) -> None:
 
 
 class CorruptFileError(UserError, ValueError):
-    """A file the pipeline wrote cannot be read back (cut short, emptied); the message says what to do."""
+    """A file the pipeline wrote cannot be read back (emptied, cut short, overwritten); says what to do."""
 
 
-# What torch.load raises on a file cut short or overwritten: EOFError (empty), RuntimeError
-# ("PytorchStreamReader failed reading zip archive"), OSError, KeyError, and the pickle and
-# zip errors of older formats.
-UNREADABLE = (EOFError, RuntimeError, OSError, KeyError, pickle.UnpicklingError, zipfile.BadZipFile)
+def restore(path: str | Path) -> str:
+    """What to do about a damaged output of the pipeline."""
+    return f"restore it with `dvc checkout {path}`, or rebuild it with `dvc repro`"
 
 
-def load_torch(path: str | Path, fix: str, map_location: str | torch.device = "cpu") -> Any:
-    """``torch.load(path)`` (tensors and plain data only); an unreadable file is named with ``fix``."""
+def load_torch(path: str | Path, fix: str) -> Any:
+    """``torch.load(path, weights_only=True)`` on CPU; a file it cannot read raises CorruptFileError.
+
+    torch reports a damaged file by what broke inside it (a bare EOFError for an empty
+    file, the zip reader's RuntimeError, the weights-only unpickler's advice to turn its
+    safety off); the one thing to do about any of them is ``fix``.
+    """
+    path = Path(path)
+    if path.stat().st_size == 0:
+        raise CorruptFileError(f"{path} is empty: {fix}")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except UNREADABLE as err:
+        with warnings.catch_warnings():
+            # Said of a pickle torch.save did not write, just before the error below says more.
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise CorruptFileError(
+            f"{path} is not a file this project wrote (torch's safe reader refuses it): {fix}"
+        ) from err
+    except (EOFError, OSError, RuntimeError, zipfile.BadZipFile, KeyError) as err:
         cause = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise CorruptFileError(f"{path}: cannot be read, cut short or damaged ({cause}); {fix}") from err
-
-
-REBUILD = "delete it and run `dvc repro` to rebuild it"
+        raise CorruptFileError(f"{path} is truncated or damaged ({cause}): {fix}") from err
 
 
 def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
@@ -67,12 +79,18 @@ def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
     save_torch(path, state)
 
 
+RECORDS = ("model_config", "vocab_size", "pad_id", "state_dict")  # what every checkpoint holds
+
+
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tuple[Classifier, dict]:
     """Rebuild the model (or ensemble) from ``path`` in eval mode; also return the checkpoint's info."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no trained model; run `dvc repro` first")
-    state = load_torch(path, REBUILD, map_location=device)
+    state = load_torch(path, restore(path))
+    missing = [key for key in RECORDS if not isinstance(state, dict) or key not in state]
+    if missing:
+        raise CorruptFileError(f"{path} is not a trained model's checkpoint (no {', '.join(missing)}): {restore(path)}")
     config = section(ModelConfig, state.pop("model_config"), "model")
     vocab_size, pad_id, k = state.pop("vocab_size"), state.pop("pad_id"), state.pop("members", 1)
     members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
@@ -91,7 +109,7 @@ def save_no_pretraining(path: str | Path) -> None:
 
 def load_pretrained(model: TransformerClassifier, path: str | Path) -> bool:
     """Copy pretrained weights from ``path`` into ``model`` if it holds any; say whether it did."""
-    state = load_torch(path, REBUILD)
+    state = load_torch(path, restore(path))
     if not state.get("pretrained"):
         return False
     saved = section(ModelConfig, state["model_config"], "model")

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
+import os
 import sys
+import textwrap
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from scratchformer.predict import Prediction
+
+BATCH_SIZE = 64  # texts predicted together: memory is one batch's, however long the input
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: how a shell reports a writer whose reader went away
 
 
 def _format(p: Prediction) -> str:
@@ -18,7 +25,49 @@ def _format(p: Prediction) -> str:
     line = f"{p.label}\t{p.probability:.3f}\t{p.text}\n\tdriven by: {tokens}"
     if p.truncated:
         line += f"\n\ttruncated: the model read the first {p.read_tokens} of {p.n_tokens} tokens"
+    if p.warning:
+        line += f"\n\twarning: {p.warning}"
     return line
+
+
+def write_rows(batches: Iterable[list[Prediction]], as_json: bool, out: TextIO) -> None:
+    """Write each batch's answers as soon as it is done, flushed, so a reader sees them at once.
+
+    ``--json`` writes one JSON array piece by piece: the same bytes as
+    ``json.dumps(rows, indent=2)``, without holding the rows.
+    """
+    opened = False
+    for batch in batches:
+        for p in batch:
+            if as_json:
+                row = textwrap.indent(json.dumps(p.as_dict(), ensure_ascii=False, indent=2), "  ")
+                out.write(("[\n" if not opened else ",\n") + row)
+                opened = True
+            else:
+                out.write(_format(p) + "\n")
+        out.flush()
+    if as_json:
+        out.write("\n]\n" if opened else "[]\n")
+        out.flush()
+
+
+def stdin_texts(stream: Iterable[str]) -> Iterator[str]:
+    """The non-blank lines of ``stream``, read only as they are asked for."""
+    from scratchformer.predict import clean
+
+    for chunk in stream:
+        yield from (line for line in chunk.splitlines() if clean(line))
+
+
+def at_least_one(value: str) -> int:
+    """argparse type: a whole number ≥ 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"give a whole number of at least 1, not {value!r}")
+    return number
 
 
 MAX_PLOTTED = 20  # texts one --plot picture holds (one chart each, stacked)
@@ -40,27 +89,40 @@ def plot_relevance(predictions: list[Prediction], path: Path) -> None:
 
 def predict_main(args: argparse.Namespace) -> int:
     from scratchformer.distributed import pick_device
-    from scratchformer.predict import Predictor
+    from scratchformer.predict import Predictor, clean
 
-    texts = args.texts or [line for line in sys.stdin.read().splitlines() if line.strip()]
+    texts = args.texts or stdin_texts(sys.stdin)
     try:
-        if args.plot is not None and args.plot.suffix.lower() != ".png":
-            raise ValueError(f"--plot writes a PNG: give a path ending in .png, not {args.plot}")
-        if args.plot is not None and len(texts) > MAX_PLOTTED:
-            raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {len(texts)}")
+        if args.texts and not all(clean(t) for t in args.texts):
+            raise ValueError("no text to classify: give one or more non-empty texts")
+        if args.plot is not None:
+            if args.plot.suffix.lower() != ".png":
+                raise ValueError(f"--plot writes a PNG: give a path ending in .png, not {args.plot}")
+            texts = list(itertools.islice(texts, MAX_PLOTTED + 1))  # stdin is read no further than that
+            if len(texts) > MAX_PLOTTED:
+                given = len(args.texts) if args.texts else "more"
+                raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {given}")
         predictor = Predictor(args.model, args.tokenizer, pick_device(args.device))
         # The picture needs every token's relevance; the printed answer keeps the top ones.
-        predictions = predictor.predict(texts, top_k=None if args.plot else args.top)
+        batches = predictor.stream(texts, top_k=None if args.plot else args.top, batch_size=args.batch_size)
+        first = next(batches, None)
+        if first is None:
+            raise ValueError("no text to classify: give one or more non-empty texts")
     except (FileNotFoundError, ValueError) as err:
         print(f"scratchformer predict: {err}", file=sys.stderr)
         return 2
+    batches = itertools.chain([first], batches)
     if args.plot is not None:
+        predictions = [p for batch in batches for p in batch]  # at most MAX_PLOTTED
         plot_relevance(predictions, args.plot)
-        predictions = [dataclasses.replace(p, top_tokens=p.top_tokens[: args.top]) for p in predictions]
-    if args.json:
-        print(json.dumps([p.as_dict() for p in predictions], ensure_ascii=False, indent=2))
-    else:
-        print("\n".join(_format(p) for p in predictions))
+        batches = [[dataclasses.replace(p, top_tokens=p.top_tokens[: args.top]) for p in predictions]]
+    try:
+        write_rows(batches, args.json, sys.stdout)
+    except BrokenPipeError:
+        # The reader left (`predict | head`). Point stdout at devnull so the flush at exit
+        # has nowhere to fail, as the Python docs on SIGPIPE recommend, and end quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return SIGPIPE_EXIT
     return 0
 
 
@@ -98,7 +160,7 @@ def metrics_check_main(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scratchformer", description="The scratch Transformer's tools.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("predict", help="classify texts (arguments, or one per line on stdin)")
+    p = sub.add_parser("predict", help="classify texts (arguments, or one per line on stdin, answered as it is read)")
     p.add_argument("texts", nargs="*", help="texts to classify; none = read stdin")
     p.add_argument(
         "--model", default="models/model.pt", help="checkpoint written by the train stage (default: %(default)s)"
@@ -108,8 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         default="data/tokenizer",
         help="tokenizer folder the model was trained with, from the tokenize stage (default: %(default)s)",
     )
-    p.add_argument("--top", type=int, default=5, help="how many driving tokens to show (default: %(default)s)")
+    p.add_argument("--top", type=at_least_one, default=5, help="how many driving tokens to show (default: %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps, or auto")
+    p.add_argument(
+        "--batch-size", type=at_least_one, default=BATCH_SIZE, help=f"texts predicted at once (default {BATCH_SIZE})"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", type=Path, metavar="OUT.png", help="also draw every token's relevance as a bar chart")
     r = sub.add_parser(

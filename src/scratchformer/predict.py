@@ -6,6 +6,9 @@ the pooled sentence vector followed back through the last layer's attention.
 
 from __future__ import annotations
 
+import itertools
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -14,6 +17,17 @@ import torch
 from scratchformer.checkpoint import class_names, load_checkpoint
 from scratchformer.relevance import explain
 from scratchformer.tokenization import encode, load_tokenizer, pad_batch
+
+# Zero-width space, non-joiner, joiner, word joiner and the byte-order mark: invisible,
+# not whitespace to str.strip, and dropped by the tokenizer, so a text of only these is blank.
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+EDGES = re.compile(rf"^[\s{ZERO_WIDTH}]+|[\s{ZERO_WIDTH}]+$")
+NOTHING_KNOWN = "every token is [UNK]: the vocabulary knows none of this text's characters, so the answer is a guess"
+
+
+def clean(text: str) -> str:
+    """``text`` without whitespace and zero-width characters at either end ("" if that is all it held)."""
+    return EDGES.sub("", text)
 
 
 @dataclass(frozen=True)
@@ -26,6 +40,7 @@ class Prediction:
     n_tokens: int  # tokens in the text, [CLS] and [SEP] included, before truncation
     read_tokens: int  # tokens the model read: n_tokens, or max_len when truncated
     truncated: bool
+    warning: str | None = None  # why the answer should not be trusted, when the text gave the model nothing
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -46,8 +61,12 @@ class Predictor:
 
     @torch.no_grad()
     def predict(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:
-        """Label, probabilities and the ``top_k`` most relevant tokens of each text (None: every token)."""
-        texts = [t.strip() for t in texts]
+        """Label, probabilities and the ``top_k`` most relevant tokens of each text (None: every token).
+
+        A text whose tokens are all [UNK] still gets the model's answer, but with a
+        ``warning``: the answer cannot be about words the model never saw.
+        """
+        texts = [clean(t) for t in texts]
         if not texts or not all(texts):
             raise ValueError("no text to classify: give one or more non-empty texts")
         tokenized = encode(self.tokenizer, texts, self.max_len)
@@ -57,9 +76,11 @@ class Predictor:
         probs, relevance = probs.float().cpu(), relevance.float().cpu()
         names = self.class_names
         special = set(self.tokenizer.all_special_ids)
+        unk = self.tokenizer.unk_token_id
         out = []
         for b, text in enumerate(texts):
             k = int(probs[b].argmax())
+            read = [t for t in encoded[b] if t not in special or t == unk]  # [CLS], [SEP], [PAD] left out
             scored = [
                 {
                     "token": self.tokenizer.convert_ids_to_tokens(t),
@@ -80,6 +101,17 @@ class Predictor:
                     n_tokens=n_tokens[b],
                     read_tokens=len(encoded[b]),
                     truncated=n_tokens[b] > self.max_len,
+                    warning=NOTHING_KNOWN if all(t == unk for t in read) else None,
                 )
             )
         return out
+
+    def stream(self, texts: Iterable[str], top_k: int | None = 5, batch_size: int = 64) -> Iterator[list[Prediction]]:
+        """:meth:`predict` on ``batch_size`` texts at a time, each batch's answers as soon as they are done.
+
+        ``texts`` is read lazily, one batch ahead, so memory stays that of one batch
+        however many texts there are.
+        """
+        texts = iter(texts)
+        while batch := list(itertools.islice(texts, batch_size)):
+            yield self.predict(batch, top_k)

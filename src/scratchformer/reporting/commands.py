@@ -36,9 +36,13 @@ def dvc_json(*args: str, cwd: Path | None = None) -> Any:
 def resolve_revision(rev: str, cwd: Path | None = None) -> str:
     """The commit ``rev`` names: any git revision, or the name of a DVC experiment.
 
-    Experiments live under ``refs/exps/…/<name>`` (what ``dvc exp list`` shows); DVC itself
-    resolves the same names, so the reports pass ``rev`` on to it unchanged.
+    Experiments live under ``refs/exps/…/<name>`` (what ``dvc exp list`` shows). The
+    reports hand ``dvc`` and ``git`` the commit id this returns, never ``rev`` itself: a
+    name like ``--all`` (git allows it as an experiment's ref) would reach them as an
+    option, so a revision that starts with "-" is refused outright.
     """
+    if rev.startswith("-"):
+        raise ReportError(f"revision '{rev}' starts with '-': refusing it, it would reach dvc and git as an option")
     try:
         return run("git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=cwd).strip()
     except ReportError:

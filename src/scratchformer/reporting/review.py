@@ -166,9 +166,8 @@ def metrics_section(metrics: list[Row], labels: tuple[str, str]) -> Section:
 
 def build(base: str, head: str | None, images: Path) -> Report:
     """The review of ``base`` against ``head`` (None: the workspace); PNGs are written into ``images``."""
-    revs = [base] if head is None else [base, head]
-    for rev in revs:
-        resolve_revision(rev)
+    # dvc is given commit ids: a name is only ever shown, never parsed as an argument.
+    revs = [resolve_revision(rev) for rev in ([base] if head is None else [base, head])]
     labels = (base, head or WORKSPACE)
     params = rows(dvc_json("params", "diff", *revs, "--all"))
     metrics = rows(dvc_json("metrics", "diff", *revs, "--all"))
