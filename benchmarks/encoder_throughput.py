@@ -31,9 +31,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from scratchformer.config import ModelConfig
-from scratchformer.loop import adamw, autocast, parameter_groups
-from scratchformer.model import TransformerClassifier
-from scratchformer.tokenization import TokenizedSplit, batches
+from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.loop import adamw, autocast, parameter_groups
 
 VOCAB = 21128
 
@@ -134,7 +134,7 @@ def padding_comparison(steps: int, batch: int) -> None:
         return
     import pandas as pd
 
-    from scratchformer.tokenization import encode, load_tokenizer
+    from scratchformer.data.tokenization import encode, load_tokenizer
 
     max_len = 256
     texts = pd.read_parquet(raw)["text"].tolist()

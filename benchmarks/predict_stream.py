@@ -34,10 +34,10 @@ def write_model(folder: Path, tokenizer_name: str) -> tuple[Path, Path, list[str
     also the tokenizer's vocabulary."""
     import torch
 
-    from scratchformer.checkpoint import save_checkpoint
     from scratchformer.config import load_params
-    from scratchformer.model import TransformerClassifier
-    from scratchformer.tokenization import load_tokenizer, save_tokenizer
+    from scratchformer.data.tokenization import load_tokenizer, save_tokenizer
+    from scratchformer.model.checkpoint import save_checkpoint
+    from scratchformer.model.classifier import TransformerClassifier
 
     params = load_params(ROOT / "params.yaml")
     tokenizer = load_tokenizer(tokenizer_name)

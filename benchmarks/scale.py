@@ -99,7 +99,7 @@ def load_one_epoch(tokenized: str) -> None:
     """Read the flat train split and draw every batch of one shuffled epoch, as training does."""
     import torch
 
-    from scratchformer.tokenization import batches, read_tokenized
+    from scratchformer.data.tokenization import batches, read_tokenized
 
     split = read_tokenized(Path(tokenized) / "train")
     tokens = 0
@@ -117,10 +117,10 @@ def run_size(n: int, work: Path) -> dict:
     (inputs / "corpus.json").write_text("{}")
     (inputs / "tokenizer.json").write_text("{}")
     download = [sys.executable, "-m", "stages.download", *params, "--inputs", str(inputs / "corpus.json")]
-    download += ["--out", str(folder / "raw"), "--metrics", str(folder / "data.json")]
+    download += ["--raw", str(folder / "raw"), "--metrics", str(folder / "data.json")]
     tokenize = [sys.executable, "-m", "stages.tokenize", *params, "--inputs", str(inputs / "tokenizer.json")]
-    tokenize += ["--raw", str(folder / "raw"), "--out", str(folder / "tokenized")]
-    tokenize += ["--tokenizer-out", str(folder / "tokenizer")]
+    tokenize += ["--raw", str(folder / "raw"), "--tokenized", str(folder / "tokenized")]
+    tokenize += ["--tokenizer", str(folder / "tokenizer")]
     load = os.getloadavg()[0]
     d_s, d_cpu, d_rss = measured(download, env)
     t_s, t_cpu, t_rss = measured(tokenize, env)

@@ -32,14 +32,14 @@ from pathlib import Path
 
 import torch
 
-from scratchformer import distributed
 from scratchformer.config import load_params
+from scratchformer.data.tokenization import TokenizedSplit, read_class_names, read_tokenized
 from scratchformer.files import write_json
-from scratchformer.loop import Loop
-from scratchformer.model import TransformerClassifier
+from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.reporting.report import replace_block
-from scratchformer.tokenization import TokenizedSplit, read_class_names, read_tokenized
-from scratchformer.training import Classification, fit, seed_everything, settings
+from scratchformer.train import distributed
+from scratchformer.train.classify import Classification, fit, seed_everything, settings
+from scratchformer.train.loop import Loop
 
 OUT = Path("benchmarks/results/scale_out.json")
 TOKENIZED = Path("data/tokenized")
@@ -52,7 +52,7 @@ def build(params, vocab: int) -> TransformerClassifier:
 
 
 def vocab_size() -> int:
-    from scratchformer.tokenization import load_tokenizer
+    from scratchformer.data.tokenization import load_tokenizer
 
     return len(load_tokenizer("data/tokenizer"))
 

@@ -1,22 +1,27 @@
-"""DVC stage: the classical reference, char n-gram TF-IDF + logistic regression."""
+"""Stage baseline: char n-gram TF-IDF + logistic regression, + a linear SVM, and NB-LR, on the raw splits."""
 
-import argparse
-import json
+from __future__ import annotations
+
 from pathlib import Path
 
-from scratchformer.config import load_params
-from scratchformer.pipeline import baseline
-from stages import run_stage
+from scratchformer.analysis.baseline import fit_and_score
+from scratchformer.config import Params
+from scratchformer.data.ingest import read_split
+from scratchformer.files import write_json
+from stages import stage
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--raw", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args()
-    print(json.dumps(baseline.run(load_params(args.params), args.raw, args.metrics), indent=2))
+def run(params: Params, raw_dir: Path, metrics_path: Path) -> dict:
+    others = {name: read_split(raw_dir, name) for name in ("validation", "test")}
+    train = read_split(raw_dir, "train")
+    result = {
+        "baseline": fit_and_score(params.baseline, params.seed, train, others),  # logistic regression
+        "svm": fit_and_score(params.baseline, params.seed, train, others, classifier="svm"),
+        "nblr": fit_and_score(params.baseline, params.seed, train, others, classifier="nblr"),
+    }
+    write_json(metrics_path, result)
+    return result
 
 
 if __name__ == "__main__":
-    run_stage(main)
+    stage(run)

@@ -1,26 +1,42 @@
-"""DVC stage: read the corpus (hub id or local folder in data.source) into data/raw/."""
+"""Stage download: the corpus from the hub or a local folder into data/raw/."""
 
-import argparse
-import json
+from __future__ import annotations
+
+import dataclasses
 import logging
 from pathlib import Path
 
-from scratchformer.config import load_params
-from scratchformer.pipeline import download
-from stages import run_stage
+from scratchformer.config import Params
+from scratchformer.data.fingerprints import resolved_revision
+from scratchformer.data.ingest import load_corpus, write_corpus
+from scratchformer.data.splits import check_splits
+from scratchformer.files import write_json
+from stages import stage
+
+log = logging.getLogger(__name__)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--inputs", type=Path, required=True, help="the corpus fingerprint the inputs stage wrote")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    report = download.run(load_params(args.params), args.inputs, args.out, args.metrics)
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+def run(params: Params, inputs_path: Path, raw_dir: Path, metrics_path: Path) -> dict:
+    """Source (hub id or folder) -> raw_dir/{train,validation,test}.parquet, classes.json, ingest.json.
+
+    The hub revision read is the one the inputs stage resolved, so the data and its
+    recorded fingerprint agree. The ingest report (rows per split and class, blank
+    rows dropped, texts shared between train and evaluation) is also the metrics file.
+    A split that cannot measure a class stops the stage here, before anything trains
+    (see :func:`scratchformer.data.splits.check_splits`); a class too thin in test is a
+    warning, kept in the report under ``warnings``.
+    """
+    revision = resolved_revision(inputs_path) or params.data.revision
+    corpus = load_corpus(params.data, params.seed, revision)
+    warnings = check_splits(corpus.report["class_rows"], {s.name: s.origin for s in corpus.splits})
+    for warning in warnings:
+        log.warning("%s: %s", corpus.splits[2].origin, warning)
+    if warnings:  # only then: an unchanged corpus keeps the very same report
+        corpus = dataclasses.replace(corpus, report={**corpus.report, "warnings": warnings})
+    write_corpus(corpus, raw_dir)
+    write_json(metrics_path, {"data": corpus.report})
+    return corpus.report
 
 
 if __name__ == "__main__":
-    run_stage(main)
+    stage(run)

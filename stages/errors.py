@@ -1,29 +1,40 @@
-"""DVC stage: the most confident validation mistakes, their relevant tokens, and the tokens mistakes share."""
+"""Stage errors: the validation mistakes the model is surest of, as Markdown and HTML."""
 
-import argparse
-import logging
+from __future__ import annotations
+
 from pathlib import Path
 
-from scratchformer.config import load_params
-from scratchformer.pipeline import errors
-from stages import run_stage
+from scratchformer.analysis import mistakes as errors
+from scratchformer.analysis.mistakes import ErrorReport
+from scratchformer.config import Params
+from scratchformer.data.tokenization import load_tokenizer, read_tokenized
+from scratchformer.files import write_text
+from scratchformer.model.checkpoint import class_names, load_checkpoint
+from scratchformer.render import mistakes_page as error_report
+from stages import stage
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--tokenized", type=Path, required=True)
-    parser.add_argument("--tokenizer", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    report = errors.run(load_params(args.params), args.model, args.tokenized, args.tokenizer, args.out)
-    print(
+def run(params: Params, model_path: Path, tokenized_dir: Path, tokenizer_dir: Path, out_dir: Path) -> ErrorReport:
+    """Write ``out_dir/validation.md`` and its HTML twin ``validation.html``."""
+    if not tokenizer_dir.is_dir():
+        raise FileNotFoundError(f"{tokenizer_dir}: no saved tokenizer; run `dvc repro` first")
+    split_path = tokenized_dir / "validation"
+    if not split_path.is_dir():
+        raise FileNotFoundError(f"{split_path}: no tokenized validation split; run `dvc repro` first")
+    model, info = load_checkpoint(model_path)
+    names = class_names(info, model.config.num_classes)
+    report = errors.analyse(model, read_tokenized(split_path), load_tokenizer(str(tokenizer_dir)), names, params.errors)
+    write_text(out_dir / "validation.md", error_report.to_markdown(report))
+    write_text(out_dir / "validation.html", error_report.to_html(report))
+    return report
+
+
+def say(report: ErrorReport) -> str:
+    return (
         f"{report.n_mistakes} of {report.total} {report.split} reviews wrong; "
-        f"the {len(report.mistakes)} most confident in {args.out}/validation.md and validation.html"
+        f"the {len(report.mistakes)} most confident in validation.md and validation.html"
     )
 
 
 if __name__ == "__main__":
-    run_stage(main)
+    stage(run, say)

@@ -1,46 +1,82 @@
-"""DVC stage: validation/test accuracy and F1, confusion data, acceptance checks.
+"""Stage evaluate: validation/test scores, confusion data and the acceptance checks.
 
-Exits non-zero, after writing the metrics, when a math check (attention parity,
-causal leak, padding leak) fails: those are properties of the code. Validation
-accuracy below its threshold only clears ``acceptance.passed``: a weak ablation
-is still a result to compare.
+Fails, after writing the metrics, when a math check (attention parity, causal leak,
+padding leak) fails: those are properties of the code. Validation accuracy below its
+threshold only clears ``acceptance.passed``: a weak ablation is still a result to compare.
 """
 
-import argparse
+from __future__ import annotations
+
 import dataclasses
 import json
-import logging
-import sys
 from pathlib import Path
 
-from scratchformer.acceptance import failures
-from scratchformer.config import load_params
-from scratchformer.pipeline import evaluate
-from stages import run_stage
+from scratchformer.analysis import acceptance
+from scratchformer.analysis.evaluation import confusion_table, per_class_scores, predict_logits, scores
+from scratchformer.config import Params
+from scratchformer.data.tokenization import read_class_names, read_tokenized
+from scratchformer.files import write_json
+from scratchformer.model.checkpoint import load_checkpoint
+from scratchformer.train.distributed import pick_device
+from stages import stage
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--tokenized", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    parser.add_argument("--confusion", type=Path, required=True)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    params = load_params(args.params)
-    result = evaluate.run(params, args.model, args.tokenized, args.metrics, args.confusion)
-    print(json.dumps(result, indent=2))
-    checks = result["acceptance"]
-    if not checks["passed"] and checks["validation_accuracy"] < params.acceptance.validation_accuracy:
-        print(
-            f"acceptance: validation accuracy {checks['validation_accuracy']} is below "
-            f"acceptance.validation_accuracy={params.acceptance.validation_accuracy} (passed: false)"
+def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Path, confusion_dir: Path) -> dict:
+    """Accuracy/F1 on validation and test, confusion data, and the acceptance checks.
+
+    The metrics are written whatever the checks say; then a failed math check raises
+    :class:`~scratchformer.analysis.acceptance.AcceptanceError`. Everything runs on the training
+    device (``train.device``); the scores are exact counts, the same on any device.
+    """
+    device = pick_device(params.train.device)
+    model, _ = load_checkpoint(model_path, device)
+    result: dict = {}
+    class_names = read_class_names(tokenized_dir)
+    if model.config.num_classes != len(class_names):
+        raise ValueError(
+            f"{model_path} predicts {model.config.num_classes} classes but {tokenized_dir} has "
+            f"{len(class_names)} ({', '.join(class_names)}); run `dvc repro`"
         )
-    failed = failures(checks, dataclasses.asdict(params.acceptance))
+    splits = {name: read_tokenized(tokenized_dir / name) for name in ("validation", "test")}
+    for name, split in splits.items():
+        logits = predict_logits(model, split, batch_size=256, device=device)
+        s = scores(logits, split.labels)
+        result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
+        confusion = confusion_table(logits, split.labels, class_names)
+        result[name]["per_class"] = per_class_scores(confusion["counts"], class_names)
+        write_json(confusion_dir / f"{name}.json", confusion)
+    validation = splits["validation"]
+    chosen = acceptance.padding_sample(validation.lengths.tolist())
+    leak = acceptance.padding_leak(model, [validation.sequence(i) for i in chosen])
+    checks = {
+        "attention_max_abs_err": acceptance.attention_max_abs_err(seed=params.seed, device=device),
+        "causal_mask_leak": acceptance.causal_mask_leak(seed=params.seed, device=device),
+        "padding_leak": leak.value,
+        "padding_leak_checked": leak.checked,
+        "validation_accuracy": result["validation"]["accuracy"],
+    }
+    limits = params.acceptance
+    checks["passed"] = bool(
+        not acceptance.failures(checks, dataclasses.asdict(limits))
+        and checks["validation_accuracy"] >= limits.validation_accuracy
+    )
+    result["acceptance"] = checks
+    write_json(metrics_path, result)
+    failed = acceptance.failures(checks, dataclasses.asdict(limits))
     if failed:
-        sys.exit("\n".join([*failed, f"(metrics written to {args.metrics})"]))
+        raise acceptance.AcceptanceError("; ".join([*failed, f"metrics written to {metrics_path}"]))
+    return result
+
+
+def say(result: dict) -> str:
+    checks = result["acceptance"]
+    note = (
+        ""
+        if checks["passed"]
+        else "\nacceptance: validation accuracy is below acceptance.validation_accuracy (passed: false)"
+    )
+    return json.dumps(result, indent=2) + note
 
 
 if __name__ == "__main__":
-    run_stage(main)
+    stage(run, say)

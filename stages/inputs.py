@@ -1,25 +1,32 @@
-"""DVC stage: fingerprint data.source and tokenizer.name (folder content hashes or resolved hub commits)."""
+"""Stage inputs: fingerprint the corpus and the tokenizer (runs on every repro; cheap)."""
 
-import argparse
-import logging
+from __future__ import annotations
+
 from pathlib import Path
 
-from scratchformer.config import load_params
-from scratchformer.pipeline import inputs
-from stages import run_stage
+from scratchformer.config import Params
+from scratchformer.data.fingerprints import fingerprint
+from scratchformer.files import write_json
+from stages import stage
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--corpus", type=Path, required=True)
-    parser.add_argument("--tokenizer", type=Path, required=True)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for key, found in inputs.run(load_params(args.params), args.corpus, args.tokenizer).items():
-        what = f"{len(found['files'])} files hashed" if "files" in found else f"commit {found['resolved']}"
-        print(f"{key}: {found['source']} ({what})")
+def run(params: Params, corpus_path: Path, tokenizer_path: Path) -> dict:
+    found = {
+        "corpus": fingerprint(params.data.source, params.data.revision, "data.source", "dataset"),
+        "tokenizer": fingerprint(params.tokenizer.name, params.tokenizer.revision, "tokenizer.name", "model"),
+    }
+    write_json(corpus_path, found["corpus"])
+    write_json(tokenizer_path, found["tokenizer"])
+    return found
+
+
+def say(found: dict) -> str:
+    lines = []
+    for key, f in found.items():
+        what = f"{len(f['files'])} files hashed" if "files" in f else f"commit {f['resolved']}"
+        lines.append(f"{key}: {f['source']} ({what})")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    run_stage(main)
+    stage(run, say)

@@ -1,51 +1,84 @@
-"""DVC stage: masked-language-model pretraining of the encoder (off when pretrain.epochs is 0).
+"""Stage pretrain: optional masked-language-model pretraining of the encoder (pretrain.epochs > 0).
 
 Runs on the training loop of the train stage, with its device, precision and
-``train.nproc`` processes (started through torchrun, as in stages/train.py).
+``train.nproc`` processes (started through torchrun, as the train stage is).
 """
 
-import argparse
-import json
-import logging
-import sys
+from __future__ import annotations
+
+from collections.abc import Callable
 from pathlib import Path
 
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from scratchformer import distributed
-from scratchformer.config import load_params
-from scratchformer.loop import TrainingDivergedError
-from scratchformer.pipeline import pretrain
-from stages import run_stage
+from scratchformer.config import Params
+from scratchformer.data.tokenization import load_tokenizer, read_class_names, read_tokenized
+from scratchformer.files import write_json
+from scratchformer.model.checkpoint import save_checkpoint, save_no_pretraining
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.classify import seed_everything
+from scratchformer.train.distributed import ALONE, World, pick_device, run_ranks
+from scratchformer.train.masked_lm import pretrain
+from scratchformer.train.resume import load_state, run_key, save_state, stage_code
+from stages import stage
 
 
-@record
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--tokenized", type=Path, required=True)
-    parser.add_argument("--tokenizer", type=Path, required=True)
-    parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    parser.add_argument("--state", type=Path, required=True, help="resumable state; not a DVC output")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    params = load_params(args.params)
-    nproc = params.train.nproc if params.pretrain.epochs else 1  # nothing to spread when pretraining is off
-    try:
-        metrics = distributed.run_ranks(
-            nproc,
-            params.train.device,
-            "stages.pretrain",
-            lambda world: pretrain.run(
-                params, args.tokenized, args.tokenizer, args.model, args.metrics, args.state, world
-            ),
-        )
-    except TrainingDivergedError as err:
-        sys.exit(f"pretrain: {err}")
-    if metrics is not None:
-        print(json.dumps(metrics, indent=2))
+def run(
+    params: Params,
+    tokenized_dir: Path,
+    tokenizer_dir: Path,
+    model_path: Path,
+    metrics_path: Path,
+    state_path: Path,
+    world: World = ALONE,
+) -> dict | None:
+    """Pretrain (or record that pretraining is off); only rank 0 writes and returns the metrics.
+
+    As in the train stage, the loop's state goes to ``state_path`` at the end
+    of every epoch (see :mod:`scratchformer.train.resume`): a rerun with the same
+    params, inputs and code continues from there; the file is removed at the end.
+    """
+    if params.pretrain.epochs == 0:
+        if world.main:
+            save_no_pretraining(model_path)
+            write_json(metrics_path, {"pretrain": {"epochs": 0}})
+        return {"epochs": 0} if world.main else None
+    seed_everything(params.seed)
+    tokenizer = load_tokenizer(str(tokenizer_dir))
+    config = params.model.for_classes(read_class_names(tokenized_dir))
+    model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
+    train_split = read_tokenized(tokenized_dir / "train")
+    device = world.place(pick_device(params.train.device))
+    loop_params = {k: getattr(params.train, k) for k in ("device", "nproc", "precision", "log_every")}
+    read = {"seed": params.seed, "model": params.model, "pretrain": params.pretrain, "train": loop_params}
+    key = run_key(read, [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
+    metrics = pretrain(
+        model,
+        train_split,
+        params.pretrain,
+        tokenizer.all_special_ids,
+        tokenizer.mask_token_id,
+        params.seed,
+        device,
+        world,
+        params.train,
+        resume=load_state(state_path, key),
+        on_state=lambda state: save_state(state_path, {**state, "key": key}),
+    )
+    if not world.main:
+        return None
+    save_checkpoint(model_path, model.cpu(), pretrained=True)
+    write_json(metrics_path, {"pretrain": metrics})
+    state_path.unlink(missing_ok=True)
+    return metrics
+
+
+@record  # a rank's uncaught error reaches torchrun's report with its traceback
+def ranks(params: Params, work: Callable[[World], dict | None]) -> dict | None:
+    """``work`` on each of ``train.nproc`` processes, relaunched through torchrun; rank 0's result."""
+    nproc = params.train.nproc if params.pretrain.epochs else 1  # nothing to spread when off
+    return run_ranks(nproc, params.train.device, "stages.pretrain", work)
 
 
 if __name__ == "__main__":
-    run_stage(main)
+    stage(run, ranks=ranks)

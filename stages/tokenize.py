@@ -1,29 +1,58 @@
-"""DVC stage: tokenize data/raw/ with tokenizer.name; save flat ids and the tokenizer."""
+"""Stage tokenize: raw splits -> flat token ids, and the tokenizer saved for later stages."""
 
-import argparse
+from __future__ import annotations
+
 import logging
 from pathlib import Path
 
-from scratchformer.config import load_params
-from scratchformer.inputs import resolved_revision
-from scratchformer.pipeline import tokenize
-from stages import run_stage
+import pyarrow.parquet as pq
+
+from scratchformer.config import Params
+from scratchformer.data.fingerprints import resolved_revision
+from scratchformer.data.ingest import SPLITS
+from scratchformer.data.labels import Classes
+from scratchformer.data.tokenization import (
+    encode_flat,
+    load_tokenizer,
+    probe_ids,
+    save_tokenizer,
+    token_dtype,
+    token_stats,
+    write_tokenized,
+)
+from scratchformer.files import write_json
+from stages import stage
+
+log = logging.getLogger(__name__)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--inputs", type=Path, required=True, help="the tokenizer fingerprint the inputs stage wrote")
-    parser.add_argument("--raw", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--tokenizer-out", type=Path, required=True)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    params = load_params(args.params)
-    revision = resolved_revision(args.inputs) or params.tokenizer.revision
-    meta = tokenize.run(params, args.raw, args.out, args.tokenizer_out, revision)
-    print(f"vocab {meta['vocab_size']} ({meta['token_dtype']} ids), max_len {meta['max_len']}")
+def run(params: Params, inputs_path: Path, raw_dir: Path, tokenized_dir: Path, tokenizer_dir: Path) -> dict:
+    """Raw splits -> ``tokenized_dir``/<split>/{tokens,offsets,labels}.npy and meta.json; the tokenizer.
+
+    The hub revision read is the one the inputs stage resolved (``inputs_path``).
+    """
+    tokenizer = load_tokenizer(params.tokenizer.name, resolved_revision(inputs_path) or params.tokenizer.revision)
+    max_len = params.tokenizer.max_len
+    probe_ids(params.probe, tokenizer, max_len)  # a probe train cannot use stops the pipeline here
+    classes = Classes.read(raw_dir / "classes.json")
+    meta = {
+        "vocab_size": len(tokenizer),
+        "pad_id": tokenizer.pad_token_id,
+        "max_len": max_len,
+        "token_dtype": str(token_dtype(len(tokenizer))),  # uint16 while the vocabulary fits
+        "class_names": classes.names,
+        "splits": {},
+    }
+    for name in SPLITS:
+        table = pq.read_table(raw_dir / f"{name}.parquet", columns=["text", "label"])
+        flat = encode_flat(tokenizer, table["text"], max_len)
+        write_tokenized(tokenized_dir / name, flat, table["label"].to_numpy())
+        meta["splits"][name] = token_stats(flat, max_len, tokenizer.unk_token_id)
+        log.info("%s: %s", name, meta["splits"][name])
+    save_tokenizer(tokenizer, tokenizer_dir)
+    write_json(tokenized_dir / "meta.json", meta)
+    return meta
 
 
 if __name__ == "__main__":
-    run_stage(main)
+    stage(run, lambda meta: f"vocab {meta['vocab_size']} ({meta['token_dtype']} ids), max_len {meta['max_len']}")

@@ -6,12 +6,12 @@ from fixtures import LABEL_NAMES, write_corpus, write_tokenizer
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory):
     """A tiny classifier trained one epoch on the fixture corpus: (model path, tokenizer dir)."""
-    from scratchformer.checkpoint import save_checkpoint
     from scratchformer.config import DataConfig, ModelConfig, TrainConfig
-    from scratchformer.data import load_corpus
-    from scratchformer.model import TransformerClassifier
-    from scratchformer.tokenization import TokenizedSplit, encode, load_tokenizer, save_tokenizer
-    from scratchformer.training import fit, seed_everything
+    from scratchformer.data.ingest import load_corpus
+    from scratchformer.data.tokenization import TokenizedSplit, encode, load_tokenizer, save_tokenizer
+    from scratchformer.model.checkpoint import save_checkpoint
+    from scratchformer.model.classifier import TransformerClassifier
+    from scratchformer.train.classify import fit, seed_everything
 
     root = tmp_path_factory.mktemp("trained")
     tokenizer = load_tokenizer(str(write_tokenizer(root / "vocab")))

@@ -16,11 +16,11 @@ import sys
 import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from scratchformer import distributed
 from scratchformer.config import ModelConfig, TrainConfig
-from scratchformer.model import TransformerClassifier
-from scratchformer.tokenization import TokenizedSplit
-from scratchformer.training import fit
+from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train import distributed
+from scratchformer.train.classify import fit
 
 
 def split(n: int, seed: int) -> TokenizedSplit:
@@ -55,7 +55,7 @@ def train(world: distributed.World, fail_rank: int | None = None, precision: str
 def pretrain_mlm(world: distributed.World) -> dict:
     """Two epochs of masked-language-model pretraining on counting sequences; the summary and weights."""
     from scratchformer.config import PretrainConfig
-    from scratchformer.pretraining import pretrain
+    from scratchformer.train.masked_lm import pretrain
 
     g = torch.Generator().manual_seed(0)
     starts = torch.randint(0, 20, (90,), generator=g)

@@ -6,16 +6,16 @@ import math
 import pytest
 import torch
 
-import scratchformer.acceptance as acceptance
-from scratchformer.acceptance import (
+import scratchformer.analysis.acceptance as acceptance
+from scratchformer.analysis.acceptance import (
     attention_max_abs_err,
     failures,
     padding_leak,
     padding_sample,
 )
 from scratchformer.config import AcceptanceConfig, ModelConfig
-from scratchformer.model import TransformerClassifier
-from scratchformer.pooling import MeanPooling
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.model.pooling import MeanPooling
 
 VOCAB = 50
 MAX_LEN = 32

@@ -2,9 +2,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from scratchformer.acceptance import attention_max_abs_err, causal_mask_leak
-from scratchformer.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
-from scratchformer.positional import RotaryPositionalEncoding, SinusoidalPositionalEncoding
+from scratchformer.analysis.acceptance import attention_max_abs_err, causal_mask_leak
+from scratchformer.model.attention import MultiHeadSelfAttention, causal_mask, scaled_dot_product_attention
+from scratchformer.model.positional import RotaryPositionalEncoding, SinusoidalPositionalEncoding
 
 
 def reference(q, k, v, mask):
@@ -48,7 +48,7 @@ def test_causal_mask_blocks_the_future():
 
 def test_causal_leak_detects_a_broken_mask(monkeypatch):
     # The check must be able to fail: with no mask, later values reach earlier outputs.
-    import scratchformer.acceptance as acceptance
+    import scratchformer.analysis.acceptance as acceptance
 
     monkeypatch.setattr(
         acceptance, "causal_mask", lambda T, device=None: torch.zeros(T, T, dtype=torch.bool, device=device)

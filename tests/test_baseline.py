@@ -1,8 +1,8 @@
 from fixtures import write_corpus
 
-from scratchformer.baseline import fit_and_score
+from scratchformer.analysis.baseline import fit_and_score
 from scratchformer.config import BaselineConfig, DataConfig
-from scratchformer.data import load_splits
+from scratchformer.data.ingest import load_splits
 
 
 def test_ngram_baseline_learns_the_fixture_corpus(tmp_path):
@@ -20,7 +20,7 @@ def test_the_svm_baseline_learns_and_differs_from_the_logistic_one(tmp_path):
     svm = fit_and_score(BaselineConfig(), 0, splits["train"], test, classifier="svm")
     assert svm["test"]["accuracy"] > 0.9
     # A different classifier: its decision function is not the logistic one's.
-    from scratchformer.baseline import make_baseline
+    from scratchformer.analysis.baseline import make_baseline
 
     texts, labels = splits["train"]["text"], splits["train"]["label"]
     logistic = make_baseline(BaselineConfig(), 0).fit(texts, labels).decision_function(splits["test"]["text"])
@@ -32,7 +32,7 @@ def test_nb_scaling_is_the_log_count_ratio_of_presence():
     import numpy as np
     import scipy.sparse as sp
 
-    from scratchformer.baseline import NBScaling
+    from scratchformer.analysis.baseline import NBScaling
 
     # Feature 0 in both positive texts, feature 1 in the negative one, feature 2 everywhere.
     X = sp.csr_matrix(np.array([[1, 0, 1], [1, 0, 1], [0, 1, 1]]))

@@ -7,8 +7,8 @@ import pytest
 from fixtures import LABEL_NAMES, STARS, write_corpus, write_one_file_corpus, write_rows
 
 from scratchformer.config import ConfigError, DataConfig, ModelConfig, from_dict
-from scratchformer.data import DataError, load_corpus
-from scratchformer.data import write_corpus as write_ingested
+from scratchformer.data.ingest import DataError, load_corpus
+from scratchformer.data.ingest import write_corpus as write_ingested
 
 SPLIT = (0.8, 0.1, 0.1)
 
@@ -208,7 +208,7 @@ def test_ingest_writes_classes_and_report_beside_the_splits(tmp_path):
 
 def ingest(tmp_path, folder, **data):
     """The download stage on ``folder``: its report, as metrics/data.json holds it."""
-    from scratchformer.pipeline import download
+    from stages import download
 
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"source": str(folder)}), encoding="utf-8")

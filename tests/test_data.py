@@ -4,9 +4,9 @@ import torch
 from fixtures import LABEL_NAMES, write_corpus, write_rows, write_tokenizer
 
 from scratchformer.config import DataConfig
-from scratchformer.data import DataError, load_splits, write_splits
-from scratchformer.hub import HubUnreachableError, check_hub_reachable
-from scratchformer.tokenization import TokenizedSplit, batches, encode, load_tokenizer
+from scratchformer.data.hub import HubUnreachableError, check_hub_reachable
+from scratchformer.data.ingest import DataError, load_splits, write_splits
+from scratchformer.data.tokenization import TokenizedSplit, batches, encode, load_tokenizer
 
 
 def load(folder, **kwargs):

@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 
 from scratchformer.config import ModelConfig
-from scratchformer.diagnostics import attention_diagnostics, attention_entropy, layer_grad_norms
-from scratchformer.model import TransformerClassifier
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.diagnostics import attention_diagnostics, attention_entropy, layer_grad_norms
 
 
 def test_uniform_attention_has_entropy_log_t_and_one_hot_has_zero():

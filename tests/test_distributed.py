@@ -10,12 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from scratchformer.attention import causal_mask, scaled_dot_product_attention
 from scratchformer.config import ModelConfig, TrainConfig
-from scratchformer.distributed import ALONE, World
-from scratchformer.loop import Loop, autocast
-from scratchformer.model import TransformerClassifier
-from scratchformer.training import fit
+from scratchformer.model.attention import causal_mask, scaled_dot_product_attention
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.classify import fit
+from scratchformer.train.distributed import ALONE, World
+from scratchformer.train.loop import Loop, autocast
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -32,7 +32,7 @@ def test_the_ranks_shares_cover_the_global_batch_once_in_order():
 
 def launch(n: int, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
-    code = f"from scratchformer.distributed import launch; launch({n}, 'ddp_worker', {list(args)!r})"
+    code = f"from scratchformer.train.distributed import launch; launch({n}, 'ddp_worker', {list(args)!r})"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
 
 

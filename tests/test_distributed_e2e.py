@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from test_pipeline_e2e import make_project, run, write_params
 
-from scratchformer.checkpoint import load_checkpoint
+from scratchformer.model.checkpoint import load_checkpoint
 
 pytestmark = pytest.mark.slow
 

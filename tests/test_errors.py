@@ -7,10 +7,7 @@ import pytest
 import torch
 from fixtures import NEGATIVE, POSITIVE, SUBJECTS, sentences
 
-from scratchformer import error_report
-from scratchformer.checkpoint import class_names, load_checkpoint
-from scratchformer.config import ErrorsConfig
-from scratchformer.errors import (
+from scratchformer.analysis.mistakes import (
     ErrorReport,
     Mistake,
     OverRepresented,
@@ -19,8 +16,11 @@ from scratchformer.errors import (
     most_confident_mistakes,
     over_represented,
 )
-from scratchformer.predict import Predictor
-from scratchformer.tokenization import TokenizedSplit, encode, load_tokenizer
+from scratchformer.analysis.predict import Predictor
+from scratchformer.config import ErrorsConfig
+from scratchformer.data.tokenization import TokenizedSplit, encode, load_tokenizer
+from scratchformer.model.checkpoint import class_names, load_checkpoint
+from scratchformer.render import mistakes_page as error_report
 
 
 @pytest.fixture(scope="module")
@@ -139,9 +139,9 @@ def test_the_stage_writes_markdown_and_html(trained, tmp_path):
     from fixtures import write_corpus
 
     from scratchformer.config import DataConfig, Params
-    from scratchformer.data import load_splits
-    from scratchformer.pipeline import errors
-    from scratchformer.tokenization import encode_flat, write_tokenized
+    from scratchformer.data.ingest import load_splits
+    from scratchformer.data.tokenization import encode_flat, write_tokenized
+    from stages import errors
 
     model_path, tokenizer_dir = trained
     frame = next(s.frame for s in load_splits(DataConfig(source=str(write_corpus(tmp_path / "c")))))

@@ -7,8 +7,8 @@ import pytest
 import torch
 from sklearn.metrics import f1_score, precision_recall_fscore_support
 
-from scratchformer.evaluation import DECIMALS, confusion_table, macro_f1, per_class_scores, scores
-from scratchformer.model import eval_mode
+from scratchformer.analysis.evaluation import DECIMALS, confusion_table, macro_f1, per_class_scores, scores
+from scratchformer.model.classifier import eval_mode
 
 
 def _logits_for(predicted: list[int], k: int = 2) -> torch.Tensor:
@@ -97,7 +97,7 @@ def test_confusion_counts_rows_are_actual_columns_predicted():
 
 
 def test_confusion_picture_carries_the_class_names():
-    from scratchformer import plots
+    from scratchformer.render import pictures as plots
 
     plots.use_cjk_font()
     fig = plots.confusion_figure({"classes": NAMES, "counts": [[1, 0, 1], [0, 1, 0], [0, 0, 1]]}, "test")

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from scratchformer.inputs import fingerprint, folder_hashes, resolved_revision
+from scratchformer.data.fingerprints import fingerprint, folder_hashes, resolved_revision
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -53,7 +53,7 @@ def test_offline_and_unpinned_records_no_commit_and_warns(monkeypatch, tmp_path,
 def test_unreachable_hub_fails_fast_naming_the_key(monkeypatch, tmp_path):
     from huggingface_hub import constants
 
-    from scratchformer.hub import HubUnreachableError
+    from scratchformer.data.hub import HubUnreachableError
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)

@@ -4,9 +4,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from scratchformer.acceptance import padding_leak
+from scratchformer.analysis.acceptance import padding_leak
 from scratchformer.config import ModelConfig
-from scratchformer.model import Ensemble, TransformerClassifier
+from scratchformer.model.classifier import Ensemble, TransformerClassifier
 
 VOCAB = 50
 
@@ -96,9 +96,9 @@ def test_no_library_attention_in_the_model():
     assert "MultiheadAttention" not in kinds and not any("TransformerEncoder" in k for k in kinds)
     import inspect
 
-    import scratchformer.attention as attention
-    import scratchformer.encoder as encoder
-    import scratchformer.model as model_module
+    import scratchformer.model.attention as attention
+    import scratchformer.model.classifier as model_module
+    import scratchformer.model.encoder as encoder
 
     for module in (attention, encoder, model_module):
         source = inspect.getsource(module)
@@ -130,7 +130,7 @@ def test_ensemble_predicts_the_mean_probability_of_its_members():
 
 
 def test_ensemble_checkpoint_round_trip(tmp_path):
-    from scratchformer.checkpoint import load_checkpoint, save_checkpoint
+    from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 
     ensemble = Ensemble([make(), make(n_layers=2)])
     torch.manual_seed(5)

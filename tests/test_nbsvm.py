@@ -5,9 +5,9 @@ import math
 import torch
 from test_model import VOCAB, make, sentences
 
-from scratchformer.acceptance import padding_leak
-from scratchformer.model import Ensemble
-from scratchformer.nbsvm import NBLogistic
+from scratchformer.analysis.acceptance import padding_leak
+from scratchformer.model.classifier import Ensemble
+from scratchformer.model.naive_bayes import NBLogistic
 
 PAD = 0
 
@@ -82,7 +82,7 @@ def test_the_ensemble_gives_the_nb_member_half_the_vote():
 
 
 def test_an_ensemble_with_an_nb_member_survives_the_checkpoint(tmp_path):
-    from scratchformer.checkpoint import load_checkpoint, save_checkpoint
+    from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 
     nb = random_member(2, seed=2)
     ensemble = Ensemble([make()], nb).eval()

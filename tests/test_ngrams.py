@@ -1,7 +1,7 @@
 import torch
 import torch.nn.functional as F
 
-from scratchformer.ngrams import HashedNgramEmbedding, ngram_ids
+from scratchformer.model.ngrams import HashedNgramEmbedding, ngram_ids
 
 PAD = 0
 
@@ -68,7 +68,7 @@ def _order_task(n=200, seed=0):
 
 
 def _fit_wide(max_n):
-    from scratchformer.ngrams import WideNgramBag
+    from scratchformer.model.ngrams import WideNgramBag
 
     ids, labels = _order_task()
     wide = WideNgramBag(max_n, 1024, vocab_size=5, num_classes=2, pad_id=0)
@@ -93,9 +93,9 @@ def test_the_wide_branch_reads_word_order_through_its_bigrams_and_ignores_paddin
 
 
 def test_a_wide_and_deep_model_has_no_padding_leak():
-    from scratchformer import acceptance
+    from scratchformer.analysis import acceptance
     from scratchformer.config import ModelConfig
-    from scratchformer.model import TransformerClassifier
+    from scratchformer.model.classifier import TransformerClassifier
 
     torch.manual_seed(0)
     model = TransformerClassifier(ModelConfig(num_classes=2, max_len=16, wide_ngrams=3), 30).eval()
@@ -110,7 +110,7 @@ def test_a_wide_and_deep_model_has_no_padding_leak():
 
 def test_the_model_hashes_once_and_both_readers_get_their_own_orders():
     from scratchformer.config import ModelConfig
-    from scratchformer.model import TransformerClassifier
+    from scratchformer.model.classifier import TransformerClassifier
 
     torch.manual_seed(0)
     for ngram_max, wide in ((3, 2), (2, 3)):

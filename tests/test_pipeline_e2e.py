@@ -13,8 +13,8 @@ import pytest
 import yaml
 from fixtures import write_corpus, write_tokenizer
 
-from scratchformer.checkpoint import load_checkpoint
-from scratchformer.model import Ensemble
+from scratchformer.model.checkpoint import load_checkpoint
+from scratchformer.model.classifier import Ensemble
 from scratchformer.reporting.report import experiments
 
 ROOT = Path(__file__).parents[1]

@@ -4,10 +4,10 @@ import json
 import pytest
 import torch
 
-from scratchformer.checkpoint import load_checkpoint
+from scratchformer.analysis.predict import Predictor
 from scratchformer.cli import main
-from scratchformer.predict import Predictor
-from scratchformer.tokenization import load_tokenizer
+from scratchformer.data.tokenization import load_tokenizer
+from scratchformer.model.checkpoint import load_checkpoint
 
 
 def test_predicts_the_fixture_sentiment(trained):
@@ -87,8 +87,8 @@ def test_console_script_is_installed():
 
 
 def test_an_ensemble_checkpoint_predicts_the_mean_probability(trained, tmp_path):
-    from scratchformer.checkpoint import save_checkpoint
-    from scratchformer.model import Ensemble
+    from scratchformer.model.checkpoint import save_checkpoint
+    from scratchformer.model.classifier import Ensemble
 
     model_path, tokenizer = trained
     single, info = load_checkpoint(model_path)
@@ -118,7 +118,7 @@ def test_plot_draws_one_bar_per_non_special_token(trained, tmp_path, monkeypatch
     import imageio.v3 as iio
     import matplotlib
 
-    from scratchformer import plots
+    from scratchformer.render import pictures as plots
 
     drawn = []
     save = plots.save_figure
@@ -345,7 +345,7 @@ def test_a_damaged_checkpoint_is_one_line_that_says_how_to_restore_it(trained, t
     assert err.count("\n") == 1 and "Traceback" not in err and "weights_only" not in err
     assert err.startswith(f"scratchformer predict: {broken} ") and "or rebuild it with `dvc repro`" in err
 
-    from scratchformer.checkpoint import CorruptFileError
+    from scratchformer.model.checkpoint import CorruptFileError
 
     with pytest.raises(CorruptFileError, match="restore it with `dvc checkout") as caught:
         load_checkpoint(broken)

@@ -1,11 +1,11 @@
 import pytest
 import torch
 
-from scratchformer.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
 from scratchformer.config import ModelConfig, PretrainConfig
-from scratchformer.model import TransformerClassifier
-from scratchformer.pretraining import IGNORE, MaskedLMHead, mask_tokens, pretrain
-from scratchformer.tokenization import TokenizedSplit
+from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.model.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.masked_lm import IGNORE, MaskedLMHead, mask_tokens, pretrain
 
 
 def test_masking_follows_the_80_10_10_rule():

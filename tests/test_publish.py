@@ -2,7 +2,7 @@
 
 import pytest
 
-from scratchformer.pipeline import publish
+from stages import publish
 
 
 def test_files_and_folders_are_copied_byte_for_byte_and_stale_files_go(tmp_path):

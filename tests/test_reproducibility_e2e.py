@@ -103,7 +103,7 @@ def test_a_state_from_other_code_is_not_resumed(tmp_path):
     loop = repo / "src" / "scratchformer" / "loop.py"
     loop.write_text(loop.read_text() + "\n# edited between the kill and the rerun\n")
     out = run(["dvc", "repro"], repo)
-    assert "src/scratchformer/loop.py changed since); starting afresh" in out, out
+    assert "src/scratchformer/train/loop.py changed since); starting afresh" in out, out
     assert "resuming" not in out
 
 

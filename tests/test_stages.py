@@ -10,11 +10,11 @@ import pytest
 import yaml
 from fixtures import write_corpus, write_tokenizer
 
-from scratchformer.checkpoint import CorruptFileError, load_pretrained, save_no_pretraining
 from scratchformer.config import ConfigError, ModelConfig, ProbeConfig, from_dict
-from scratchformer.model import TransformerClassifier
-from scratchformer.resume import load_state, save_state
-from scratchformer.tokenization import load_tokenizer, probe_ids
+from scratchformer.data.tokenization import load_tokenizer, probe_ids
+from scratchformer.model.checkpoint import CorruptFileError, load_pretrained, save_no_pretraining
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.resume import load_state, save_state
 from stages import run_stage
 
 ROOT = Path(__file__).parents[1]
@@ -24,7 +24,7 @@ def download(tmp_path, params: dict, *extra: str, **env: str) -> subprocess.Comp
     """``python -m stages.download`` on ``params`` (tmp_path/params.yaml), as dvc runs it."""
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True), encoding="utf-8")
     (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}), encoding="utf-8")
-    args = ["--params", "params.yaml", "--inputs", "inputs.json", "--out", "raw", "--metrics", "data.json", *extra]
+    args = ["--params", "params.yaml", "--inputs", "inputs.json", "--raw", "raw", "--metrics", "data.json", *extra]
     environ = {k: v for k, v in os.environ.items() if k != "SCRATCHFORMER_DEBUG"}
     environ.update(PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'src'}", HF_HUB_OFFLINE="1", **env)
     return subprocess.run(
@@ -101,12 +101,13 @@ def test_a_probe_token_cut_off_by_max_len_is_named_at_tokenize(tmp_path):
 
 
 def test_tokenize_stage_checks_the_probe_before_any_output(tmp_path):
-    from scratchformer.pipeline import tokenize
+    from stages import tokenize
 
     vocab = str(write_tokenizer(tmp_path / "vocab"))
     params = from_dict(
         {"tokenizer": {"name": vocab, "max_len": 8}, "probe": {"text": "房间太脏，早餐一般，服务很差。"}}
     )
+    (tmp_path / "inputs.json").write_text("{}")  # a local tokenizer folder: no hub revision
     with pytest.raises(ConfigError, match=r"tokenizer\.max_len=8"):
-        tokenize.run(params, tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
+        tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
     assert not (tmp_path / "tokenized").exists()

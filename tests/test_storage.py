@@ -7,7 +7,7 @@ import pytest
 import torch
 from fixtures import sentences, write_tokenizer
 
-from scratchformer.tokenization import (
+from scratchformer.data.tokenization import (
     TokenizedSplit,
     batches,
     encode_flat,
@@ -126,7 +126,7 @@ CORPUS, VOCAB = REAL / "lansinuote" / "ChnSentiCorp", REAL / "bert-base-chinese"
 def test_chnsenticorp_ids_equal_the_tokenizers_own_truncation():
     """On the real reviews (traditional characters, control characters, 600-token texts) at 64 and 256."""
     from scratchformer.config import DataConfig
-    from scratchformer.data import load_corpus
+    from scratchformer.data.ingest import load_corpus
 
     tokenizer = load_tokenizer(str(VOCAB))
     rows = [t for s in load_corpus(DataConfig(source=str(CORPUS))).splits for t in s.frame["text"]]

@@ -4,15 +4,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from scratchformer.checkpoint import load_checkpoint, save_checkpoint
+from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.config import ModelConfig, TrainConfig
-from scratchformer.distributed import pick_device
-from scratchformer.evaluation import predict_logits
+from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.files import write_atomic, write_json
-from scratchformer.loop import TrainingDivergedError, lr_factor, parameter_groups
-from scratchformer.model import TransformerClassifier
-from scratchformer.tokenization import TokenizedSplit
-from scratchformer.training import drop_tokens, fit, grad_norm_summary
+from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.classify import drop_tokens, fit, grad_norm_summary
+from scratchformer.train.distributed import pick_device
+from scratchformer.train.loop import TrainingDivergedError, lr_factor, parameter_groups
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ def test_the_saved_model_is_the_best_epoch_not_the_last(tmp_path):
     losses = [r["val_loss"] for r in history.epochs]
     assert history.best_epoch == 1 and losses[0] < losses[-1]
     assert not torch.equal(logits[1], logits[3])
-    model.load_state_dict(history.best_state)  # what pipeline/train.py saves
+    model.load_state_dict(history.best_state)  # what stages/train.py saves
     save_checkpoint(tmp_path / "m.pt", model)
     saved, _ = load_checkpoint(tmp_path / "m.pt")
     assert torch.equal(predict_logits(saved, validation, 64), logits[1])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from scratchformer.predict import Prediction
+    from scratchformer.analysis.predict import Prediction
 
 BATCH_SIZE = 64  # texts predicted together: memory is one batch's, however long the input
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: how a shell reports a writer whose reader went away
@@ -53,7 +53,7 @@ def write_rows(batches: Iterable[list[Prediction]], as_json: bool, out: TextIO) 
 
 def stdin_texts(stream: Iterable[str]) -> Iterator[str]:
     """The non-blank lines of ``stream``, read only as they are asked for."""
-    from scratchformer.predict import clean
+    from scratchformer.analysis.predict import clean
 
     for chunk in stream:
         yield from (line for line in chunk.splitlines() if clean(line))
@@ -75,7 +75,7 @@ MAX_PLOTTED = 20  # texts one --plot picture holds (one chart each, stacked)
 
 def plot_relevance(predictions: list[Prediction], path: Path) -> None:
     """Draw every token's relevance, one bar chart per text, into the PNG ``path``."""
-    from scratchformer import plots
+    from scratchformer.render import pictures as plots
 
     plots.use_cjk_font()
     rows = []
@@ -88,8 +88,8 @@ def plot_relevance(predictions: list[Prediction], path: Path) -> None:
 
 
 def predict_main(args: argparse.Namespace) -> int:
-    from scratchformer.distributed import pick_device
-    from scratchformer.predict import Predictor, clean
+    from scratchformer.analysis.predict import Predictor, clean
+    from scratchformer.train.distributed import pick_device
 
     texts = args.texts or stdin_texts(sys.stdin)
     try:

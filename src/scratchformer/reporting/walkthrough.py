@@ -34,8 +34,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from scratchformer import attention, encoder, loop, model, positional, tokenization
 from scratchformer.config import Params, load_params
+from scratchformer.data import tokenization
+from scratchformer.model import attention, encoder, positional
+from scratchformer.model import classifier as model
+from scratchformer.train import loop
 
 PAGE = Path("docs/walkthrough.md")
 INPUT_MARK = "walkthrough-input"
@@ -75,7 +78,7 @@ def _calls(node: ast.AST, name: str) -> bool:
 
 
 def _where(obj: Any) -> str:
-    package = Path(model.__file__).parent  # the library folder (a namespace package: no __init__)
+    package = Path(model.__file__).parents[1]  # the library folder
     path = Path(inspect.getsourcefile(obj))
     return "src/scratchformer/" + path.relative_to(package).as_posix() if path.is_relative_to(package) else path.name
 

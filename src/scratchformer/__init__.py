@@ -1,0 +1,20 @@
+"""scratchformer: a Transformer encoder classifier written from scratch, trained as a DVC pipeline.
+
+The folders are the map; each is a layer that imports only the layers above it here.
+
+    config.py    the one reader of params.yaml: frozen sections that refuse bad values by key
+    files.py     atomic writes: a killed stage never leaves half a file
+    model/       the network: attention, positions, encoder block, pooling, n-grams, the
+                 classifier (and its NB member), checkpoints
+    data/        a labelled corpus into one shape: hub or folder, ingest, splits, labels,
+                 fingerprints of the inputs, tokenization into flat ids
+    train/       the loop, its two objectives (classification, masked LM), the run that
+                 records curves and resumable state, distributed launch, diagnostics
+    analysis/    what a trained model says: evaluation, acceptance checks, the probe,
+                 relevance, its mistakes, predict, the n-gram baselines
+    render/      pictures and pages: curves, attention evolution, the mistakes page
+    reporting/   what asks git and dvc: review of two revisions, metrics check, seeds
+    cli.py       ``scratchformer predict | review | metrics check``
+
+The DVC stages (``stages/`` beside ``src/``) call into these; ``tools/`` writes the docs.
+"""

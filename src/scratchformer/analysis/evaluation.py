@@ -1,0 +1,100 @@
+"""Scores of a trained classifier on a tokenized split. No plotting here.
+
+Scores are written at a stated precision so that they compare across machines:
+accuracy and F1 are exact fractions of the split's counts (1002 right out of
+1200 is 0.835, not the float32 0.8349999785), and a loss (or any other
+measured real number) is rounded to ``DECIMALS`` decimals, above the last
+digits that differ between CPUs.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import torch
+import torch.nn.functional as F
+from sklearn.metrics import confusion_matrix
+from torch import Tensor
+
+from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.model.classifier import Classifier, eval_mode
+
+DECIMALS = 5
+
+
+@torch.no_grad()
+def predict_logits(
+    model: Classifier, split: TokenizedSplit, batch_size: int, device: torch.device | str = "cpu"
+) -> Tensor:
+    """Logits (N, num_classes) for every example, in the split's order, in eval mode."""
+    with eval_mode(model):
+        out = [model(ids.to(device)).float().cpu() for ids, _ in batches(split, batch_size, model.pad_id)]
+    return torch.cat(out)
+
+
+def rounded(value: float) -> float:
+    """``value`` at the precision metrics are written at."""
+    return round(float(value), DECIMALS)
+
+
+def accuracy(correct: int, total: int) -> float:
+    """``correct / total`` as the float nearest the exact fraction."""
+    return float(Fraction(int(correct), int(total)))
+
+
+def _class_counts(counts: list[list[int]]) -> list[tuple[int, int, int]]:
+    """(hits, actual, predicted) of each class of a confusion matrix; ``counts[a][p]``: class a predicted p."""
+    k = len(counts)
+    return [(counts[c][c], sum(counts[c]), sum(counts[a][c] for a in range(k))) for c in range(k)]
+
+
+def _f1(hits: int, actual: int, predicted: int) -> Fraction:
+    """2·TP / (2·TP + FP + FN) = 2·hits / (actual + predicted); 0 for a class never present nor predicted."""
+    return Fraction(2 * hits, actual + predicted) if actual + predicted else Fraction(0)
+
+
+def macro_f1(counts: list[list[int]]) -> float:
+    """Mean over classes of 2·TP / (2·TP + FP + FN), computed exactly from a confusion matrix.
+
+    ``counts[a][p]`` is how many examples of class ``a`` were predicted ``p``. A
+    class that never occurs and is never predicted has F1 0, as in scikit-learn.
+    """
+    return float(sum(_f1(*c) for c in _class_counts(counts)) / len(counts))
+
+
+def scores(logits: Tensor, labels: Tensor) -> dict[str, float]:
+    """Loss, accuracy and macro F1 of ``logits`` (N, K) against ``labels`` (N,), at the stated precision."""
+    predicted = logits.argmax(dim=1)
+    return {
+        "loss": rounded(F.cross_entropy(logits, labels).item()),
+        "accuracy": accuracy((predicted == labels).sum().item(), len(labels)),
+        "f1": macro_f1(confusion_counts(logits, labels, logits.size(1))),
+    }
+
+
+def confusion_counts(logits: Tensor, labels: Tensor, num_classes: int) -> list[list[int]]:
+    """(K, K) counts: row = actual class id, column = predicted class id."""
+    return confusion_matrix(labels.numpy(), logits.argmax(dim=1).numpy(), labels=range(num_classes)).tolist()
+
+
+def confusion_table(logits: Tensor, labels: Tensor, class_names: list[str]) -> dict:
+    """The confusion counts with their class names: K x K numbers, however many examples."""
+    return {"classes": list(class_names), "counts": confusion_counts(logits, labels, len(class_names))}
+
+
+def per_class_scores(counts: list[list[int]], class_names: list[str]) -> dict[str, dict[str, float]]:
+    """Precision, recall, F1 and support of each class from confusion ``counts`` (rows actual), exactly.
+
+    A class never predicted (or never present) scores 0 where its denominator is 0,
+    as scikit-learn's ``zero_division=0``; the mean of the F1s is the macro F1 that
+    :func:`scores` reports as ``f1``.
+    """
+    out = {}
+    for name, (hits, actual, predicted) in zip(class_names, _class_counts(counts), strict=True):
+        out[name] = {
+            "precision": float(Fraction(hits, predicted)) if predicted else 0.0,
+            "recall": float(Fraction(hits, actual)) if actual else 0.0,
+            "f1": float(_f1(hits, actual, predicted)),
+            "support": int(actual),
+        }
+    return out

@@ -1,0 +1,99 @@
+"""Dividing a one-file corpus, finding texts that leak from train into evaluation, checking splits can measure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from scratchformer.data.labels import DataError
+
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+def stratified_split(labels: np.ndarray, fractions: tuple[float, ...], seed: int) -> dict[str, np.ndarray]:
+    """Row indices of train / validation / test, each class divided in ``fractions``.
+
+    Within each class (in class-id order) the rows are shuffled by one generator
+    seeded with ``seed``; validation and test take round(n_c * fraction) of them and
+    train the rest, so every class's count is within one row of its expected share.
+    Indices come back sorted: a split keeps the file's order. Same labels, fractions
+    and seed, same split.
+    """
+    rng = np.random.default_rng(seed)
+    chosen: dict[str, list[np.ndarray]] = {name: [] for name in SPLIT_NAMES}
+    for c in np.unique(labels):
+        rows = rng.permutation(np.flatnonzero(labels == c))
+        n_val = round(len(rows) * fractions[1])
+        n_test = round(len(rows) * fractions[2])
+        n_train = len(rows) - n_val - n_test
+        chosen["train"].append(rows[:n_train])
+        chosen["validation"].append(rows[n_train : n_train + n_val])
+        chosen["test"].append(rows[n_train + n_val :])
+    return {name: np.sort(np.concatenate(parts)) for name, parts in chosen.items()}
+
+
+def leakage(train: pa.ChunkedArray, others: list[pa.ChunkedArray]) -> dict:
+    """How many evaluation texts also occur in train (exact match after stripping).
+
+    ``validation_in_train`` / ``test_in_train``: rows of that split whose text is a
+    train text (a model can score them by memory); ``train_in_validation_or_test``:
+    train rows whose text occurs in either, the rows ``data.dedupe`` removes;
+    ``train_mask`` marks them.
+    """
+    validation, test = others
+    # Hash only the (small) evaluation texts, then only the train texts they share.
+    mask = pc.is_in(train, value_set=pa.concat_arrays([_flat(validation), _flat(test)]))
+    shared = pc.unique(_flat(train.filter(mask)))
+    return {
+        "validation_in_train": pc.sum(pc.is_in(validation, value_set=shared)).as_py() or 0,
+        "test_in_train": pc.sum(pc.is_in(test, value_set=shared)).as_py() or 0,
+        "train_in_validation_or_test": pc.sum(mask).as_py() or 0,
+        "train_mask": mask,
+    }
+
+
+def _flat(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+# Rows every class needs in train and in validation. One validation row moves accuracy
+# by 1/n and a class's recall by 1/n_c: below 10 rows a single review shifts that class's
+# recall, and its F1, by more than 10 points, far beyond the differences the pipeline
+# compares (ablations differ by a point or two), and a model that guesses can pass
+# acceptance.validation_accuracy by luck (two rows of two classes: one guess in four).
+# Ten rows of a class are also the fewest a model could be said to learn it from.
+MIN_CLASS_ROWS = 10
+
+
+def check_splits(class_rows: dict[str, dict[str, int]], origins: dict[str, str]) -> list[str]:
+    """Stop if a split cannot measure what the pipeline reports; return the warnings to record.
+
+    ``class_rows``: split -> class name -> rows. Every class needs ``MIN_CLASS_ROWS`` rows
+    in train (to learn it) and in validation (to select and accept on it): fewer is an
+    error naming the split, the class and the fix. A class with fewer in test is a
+    warning: test scores then say little or nothing about it.
+    """
+    warnings = []
+    for split in SPLIT_NAMES:
+        for name, n in class_rows[split].items():
+            if n >= MIN_CLASS_ROWS:
+                continue
+            elsewhere = ", ".join(f"{other} {rows[name]}" for other, rows in class_rows.items() if other != split)
+            what = f"class {name!r} has {n} {split} row{'' if n == 1 else 's'} ({elsewhere})"
+            if split == "test":  # recorded in a tracked output: no path in it
+                measure = "do not measure it" if n == 0 else "hardly measure it"
+                warnings.append(f"{what}: test scores {measure} (at least {MIN_CLASS_ROWS} rows wanted)")
+                continue
+            what = f"{origins[split]}: {what}"
+            if split == "train":
+                why = "a model cannot learn it" if n == 0 else f"too few to learn it from (at least {MIN_CLASS_ROWS})"
+                raise DataError(f"{what}: {why}; add train rows of it, or remove the class from every split")
+            else:
+                why = (
+                    "its validation F1 would be a meaningless 0"
+                    if n == 0
+                    else f"one row moves its validation recall by 1/{n} (at least {MIN_CLASS_ROWS} rows needed)"
+                )
+                raise DataError(f"{what}: {why}; add validation rows of it, or set data.split to divide the corpus")
+    return warnings

@@ -1,0 +1,255 @@
+"""Tokenize: text -> token ids with the bert-base-chinese vocabulary, stored flat.
+
+Only the tokenizer's vocabulary is used (no pretrained weights). It is saved
+next to the ids so that training, evaluation and ``predict`` never need the hub.
+Ids are kept as one integer array per split plus offsets (uint16 while the
+vocabulary fits), so a million reviews take a few hundred MB, not Python lists.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from scratchformer.config import ConfigError, ProbeConfig
+from scratchformer.data.hub import check_hub_reachable, is_local
+from scratchformer.files import atomic_dir
+
+log = logging.getLogger(__name__)
+
+
+def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenizerBase:
+    """A fast tokenizer from a hub id (at ``revision``) or a local folder (vocab.txt + tokenizer_config.json)."""
+    if is_local(name):
+        if revision:
+            log.warning("tokenizer.revision=%s is ignored: %s is a local folder", revision, name)
+        revision = None
+    else:
+        check_hub_reachable(name, "tokenizer.name")
+    tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True, revision=revision)
+    if not tokenizer.is_fast:
+        raise ValueError(f"tokenizer {name!r} has no fast (Rust) implementation")
+    if tokenizer.pad_token_id is None:
+        raise ValueError(f"tokenizer {name!r} has no PAD token")
+    return tokenizer
+
+
+def probe_ids(config: ProbeConfig, tokenizer: PreTrainedTokenizerBase, max_len: int) -> tuple[list[int], int]:
+    """The probe text's ids as the model sees them (cut at ``max_len``), and where its query token last is.
+
+    Checked at the tokenize stage, the first with the tokenizer, so that a query
+    token the cut removes stops the pipeline there, naming tokenizer.max_len,
+    rather than at train.
+    """
+    ids = tokenizer(config.text, truncation=True, max_length=max_len)["input_ids"]
+    tokens = tokenizer.convert_ids_to_tokens(ids)
+    if config.query_token not in tokens:
+        every = tokenizer.convert_ids_to_tokens(tokenizer(config.text)["input_ids"])
+        if config.query_token in every:
+            first = every.index(config.query_token)  # the cut keeps max_len - 1 tokens, then [SEP]
+            raise ConfigError(
+                f"tokenizer.max_len={max_len} cuts probe.text to its first {max_len - 1} tokens and [SEP], and "
+                f"probe.query_token={config.query_token!r} first comes at token {first + 1}: raise tokenizer.max_len "
+                f"to at least {first + 2}, or shorten probe.text"
+            )
+        raise ConfigError(
+            f"probe.query_token={config.query_token!r} is not a token of probe.text (tokens: {' '.join(every)})"
+        )
+    # The last occurrence: in a review the closing judgement usually carries the sentiment.
+    return ids, len(tokens) - 1 - tokens[::-1].index(config.query_token)
+
+
+def save_tokenizer(tokenizer: PreTrainedTokenizerBase, out_dir: str | Path) -> None:
+    with atomic_dir(out_dir) as tmp:
+        tokenizer.save_pretrained(tmp)
+
+
+def encode(tokenizer: PreTrainedTokenizerBase, texts: list[str], max_len: int) -> pd.DataFrame:
+    """Ids truncated to ``max_len`` ([CLS] … [SEP]), with each text's untruncated length."""
+    flat = encode_flat(tokenizer, texts, max_len)
+    ids = [flat.tokens[a:b].tolist() for a, b in zip(flat.offsets[:-1], flat.offsets[1:], strict=True)]
+    return pd.DataFrame({"input_ids": ids, "n_tokens": flat.n_tokens})
+
+
+@dataclass(frozen=True)
+class FlatIds:
+    """Many texts' ids, one after another: text i is ``tokens[offsets[i]:offsets[i + 1]]``."""
+
+    tokens: np.ndarray  # (total,) uint16 (a vocabulary of up to 65,536) or int32
+    offsets: np.ndarray  # (N + 1,) int64
+    n_tokens: np.ndarray  # (N,) each text's length before truncation, [CLS] and [SEP] included
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
+
+
+def encode_flat(tokenizer: PreTrainedTokenizerBase, texts, max_len: int, batch_size: int = 4096) -> FlatIds:
+    """Tokenize every text once, ``batch_size`` at a time, into flat arrays truncated to ``max_len``.
+
+    A text longer than ``max_len`` keeps its first ``max_len - 1`` ids and ends in
+    [SEP], which is what the tokenizer's own ``truncation=True`` gives; its full
+    length is kept in ``n_tokens`` for the statistics. ``texts`` is a list of str or
+    an Arrow string array (then only one batch at a time becomes Python strings).
+    The Rust tokenizer is called directly (``encode_batch_fast``: no character
+    offsets), the same encoding as ``tokenizer(texts)`` without its per-row dicts.
+    """
+    dtype = token_dtype(len(tokenizer))
+    backend = tokenizer.backend_tokenizer
+    if backend.truncation is not None or backend.padding is not None:
+        backend.no_truncation()  # what ``tokenizer(texts)`` itself does before encoding
+        backend.no_padding()
+    # Room for every text at max_len; pages never written are never resident, and the
+    # result is a view of the filled part.
+    tokens = np.empty(len(texts) * max_len, dtype=dtype)
+    n_tokens = np.empty(len(texts), dtype=np.int64)
+    filled = 0
+    for i in range(0, len(texts), batch_size):
+        chunk = texts[i : i + batch_size]
+        chunk = chunk.to_pylist() if hasattr(chunk, "to_pylist") else list(chunk)
+        ids = [e.ids for e in backend.encode_batch_fast(chunk, add_special_tokens=True)]
+        full_len = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        full = np.fromiter(itertools.chain.from_iterable(ids), dtype=dtype, count=int(full_len.sum()))
+        kept = _truncate(full, full_len, max_len, tokenizer.sep_token_id)
+        tokens[filled : filled + len(kept)] = kept
+        n_tokens[i : i + len(ids)] = full_len
+        filled += len(kept)
+    offsets = np.concatenate([[0], np.cumsum(np.minimum(n_tokens, max_len))]).astype(np.int64)
+    return FlatIds(tokens[:filled], offsets, n_tokens)
+
+
+def _truncate(full: np.ndarray, lengths: np.ndarray, max_len: int, sep_id: int) -> np.ndarray:
+    """Keep each text's first ``max_len`` ids, the last of a cut text turned into [SEP]."""
+    starts = np.cumsum(lengths) - lengths
+    position = np.arange(len(full)) - np.repeat(starts, lengths)  # index of each id within its text
+    kept = np.minimum(lengths, max_len)
+    out = full[position < np.repeat(kept, lengths)]
+    cut = lengths > max_len
+    out[(np.cumsum(kept) - 1)[cut]] = sep_id
+    return out
+
+
+def token_stats(flat: FlatIds, max_len: int, unk_id: int) -> dict:
+    """Rows, texts cut at ``max_len``, median and 90th-percentile length, share of [UNK] ids read."""
+    n = flat.n_tokens
+    return {
+        "rows": len(n),
+        "truncated": int((n > max_len).sum()),
+        "tokens_median": float(np.median(n)) if len(n) else 0.0,
+        "tokens_p90": float(np.quantile(n, 0.9)) if len(n) else 0.0,
+        "unk_rate": float((flat.tokens == unk_id).sum() / max(1, len(flat.tokens))),
+    }
+
+
+@dataclass(frozen=True)
+class TokenizedSplit:
+    """One split's variable-length id sequences, stored flat, and labels; batched by indexing.
+
+    Sequence i is ``tokens[offsets[i]:offsets[i + 1]]``. No Python object is built
+    per sequence: a batch gathers its rows from the flat array in one indexing step.
+    """
+
+    tokens: np.ndarray  # (total,) uint16 or int32
+    offsets: np.ndarray  # (N + 1,) int64
+    labels: Tensor  # (N,) int64
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> Tensor:
+        return torch.from_numpy(np.diff(self.offsets))  # (N,)
+
+    @classmethod
+    def from_sequences(cls, sequences: list, labels: Tensor | list[int]) -> TokenizedSplit:
+        """From a list of id sequences (lists or 1-D tensors), e.g. in tests."""
+        lengths = [len(x) for x in sequences]
+        flat = [int(t) for x in sequences for t in x]
+        dtype = np.uint16 if all(0 <= t <= np.iinfo(np.uint16).max for t in flat) else np.int32
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return cls(np.array(flat, dtype=dtype), offsets, torch.as_tensor(labels, dtype=torch.long))
+
+    def batch(self, index, pad_id: int) -> Tensor:
+        """Rows ``index`` (B,) as one (B, max length) tensor right-padded with ``pad_id``."""
+        index = np.asarray(index, dtype=np.int64)
+        starts, lengths = self.offsets[index], self.offsets[index + 1] - self.offsets[index]  # (B,), (B,)
+        T = int(lengths.max()) if len(index) else 0
+        position = np.arange(T)  # (T,)
+        real = position < lengths[:, None]  # (B, T)
+        out = np.full((len(index), T), pad_id, dtype=np.int64)
+        out[real] = self.tokens[(starts[:, None] + position)[real]]
+        return torch.from_numpy(out)
+
+    def sequence(self, i: int) -> Tensor:
+        return torch.from_numpy(self.tokens[self.offsets[i] : self.offsets[i + 1]].astype(np.int64))
+
+
+SPLIT_FILES = ("tokens.npy", "offsets.npy", "labels.npy")
+
+
+def write_tokenized(folder: str | Path, flat: FlatIds, labels: np.ndarray) -> None:
+    """``folder``/tokens.npy, offsets.npy, labels.npy (``np.save``: same arrays, same bytes)."""
+    with atomic_dir(folder) as tmp:
+        np.save(tmp / "tokens.npy", flat.tokens)
+        np.save(tmp / "offsets.npy", flat.offsets)
+        np.save(tmp / "labels.npy", np.asarray(labels, dtype=np.int64))
+
+
+def read_tokenized(folder: str | Path) -> TokenizedSplit:
+    folder = Path(folder)
+    missing = [name for name in SPLIT_FILES if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no tokenized split ({', '.join(missing)} missing); run `dvc repro`")
+    labels = torch.from_numpy(np.load(folder / "labels.npy"))
+    return TokenizedSplit(np.load(folder / "tokens.npy"), np.load(folder / "offsets.npy"), labels)
+
+
+def read_class_names(tokenized_dir: str | Path) -> list[str]:
+    """The class names the tokenize stage recorded in ``meta.json`` (id i is names[i])."""
+    path = Path(tokenized_dir) / "meta.json"
+    return json.loads(path.read_text(encoding="utf-8"))["class_names"]
+
+
+def pad_batch(sequences: list[Tensor], pad_id: int) -> Tensor:
+    """Stack sequences (T_i,) into (B, max T_i), right-padded with ``pad_id``.
+
+    Padding only to the batch's own longest sequence saves the attention's
+    O(T²) work on PADs that a fixed max_len would do.
+    """
+    return torch.nn.utils.rnn.pad_sequence(sequences, batch_first=True, padding_value=pad_id)
+
+
+def batches(
+    split: TokenizedSplit,
+    batch_size: int,
+    pad_id: int,
+    generator: torch.Generator | None = None,
+    bucket: bool = False,
+):
+    """Yield ``(input_ids (B, T), labels (B,))``; shuffled when a generator is given.
+
+    ``bucket`` groups sequences of similar length into the same batch (sorting
+    within windows of 50 batches, then shuffling the batches), so little padding
+    is left to compute on.
+    """
+    n = len(split)
+    order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
+    if bucket:
+        lengths = split.lengths
+        window = batch_size * 50
+        chunks = [order[i : i + window] for i in range(0, n, window)]
+        order = torch.cat([c[lengths[c].argsort(stable=True)] for c in chunks])
+    groups = list(order.split(batch_size))
+    if bucket and generator is not None:
+        groups = [groups[i] for i in torch.randperm(len(groups), generator=generator)]
+    for idx in groups:
+        yield split.batch(idx.numpy(), pad_id), split.labels[idx]

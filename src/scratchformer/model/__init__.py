@@ -1,0 +1,1 @@
+"""The network, written by hand: attention -> encoder block -> classifier, and its checkpoints."""

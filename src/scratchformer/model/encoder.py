@@ -1,0 +1,61 @@
+"""One Transformer encoder block: self-attention then a feed-forward net, each
+wrapped in a residual connection with LayerNorm.
+
+Pre-LN (default; GPT-2, nanoGPT) normalises the input of each sub-layer and
+leaves the residual stream untouched, so gradients reach early layers through a
+clean identity path and training is stable without warm-up. Post-LN (the 2017
+paper) normalises after each residual sum; it is kept for comparison.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from scratchformer.model.attention import MultiHeadSelfAttention
+from scratchformer.model.positional import RotaryPositionalEncoding
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP: Linear(C, F) -> GELU -> Linear(F, C)."""
+
+    def __init__(self, d_model: int, ff_dim: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(d_model, ff_dim)
+        self.act = nn.GELU()
+        self.down = nn.Linear(ff_dim, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down(self.act(self.up(x)))  # (B, T, C) -> (B, T, F) -> (B, T, C)
+
+
+class EncoderBlock(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        ff_dim: int,
+        dropout: float = 0.0,
+        norm: str = "pre",
+        rope: RotaryPositionalEncoding | None = None,
+    ) -> None:
+        super().__init__()
+        if norm not in ("pre", "post"):
+            raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
+        self.norm = norm
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout, rope)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ffn = FeedForward(d_model, ff_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """x (B, T, C) -> (x (B, T, C), attention weights (B, H, T, T))."""
+        if self.norm == "pre":
+            a, weights = self.attn(self.ln1(x), mask)
+            x = x + self.dropout(a)
+            x = x + self.dropout(self.ffn(self.ln2(x)))
+        else:
+            a, weights = self.attn(x, mask)
+            x = self.ln1(x + self.dropout(a))
+            x = self.ln2(x + self.dropout(self.ffn(x)))
+        return x, weights

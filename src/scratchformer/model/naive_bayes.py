@@ -1,0 +1,97 @@
+"""A Naive-Bayes-weighted logistic regression over token n-grams, as one member of the ensemble.
+
+The strongest classical reference for sentiment is not TF-IDF but "NBSVM" (Wang
+& Manning, 2012): a linear classifier over the *presence* of each n-gram,
+every feature scaled by its log-count ratio
+
+    r_f = log( (p_f / |p|) / (q_f / |q|) ),   p = 1 + Σ x over the class's texts, q = 1 + Σ x over the rest,
+
+so that an n-gram seen mostly in positive reviews starts out as positive
+evidence and the L2 penalty shrinks the weights towards Naive Bayes rather
+than towards zero. With K > 2 classes there is one ratio per class (that class
+against the rest) and one column of weights per class.
+
+It reads the same token ids as the Transformer (bert-base-chinese splits Chinese
+into characters, so token n-grams are character n-grams), hashes the 2..max_n-grams
+like :mod:`scratchformer.model.ngrams`, and has no parameter in common with the
+Transformer members: it is fit after them, on the train split alone, in one
+full-batch L-BFGS run, and makes different mistakes. :class:`~scratchformer.model.classifier.Ensemble`
+gives it the same weight as all Transformer members together.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from scratchformer.model.ngrams import ngram_ids_upto
+
+Batches = list[tuple[Tensor, Tensor]]  # (input_ids (B, T), labels (B,)), the train split in order
+
+
+class NBLogistic(nn.Module):
+    """input_ids (B, T) -> logits (B, K) from the set of 1..max_n-grams in each text."""
+
+    def __init__(self, max_n: int, buckets: int, vocab_size: int, num_classes: int, pad_id: int) -> None:
+        super().__init__()
+        self.max_n, self.buckets, self.vocab_size, self.pad_id = max_n, buckets, vocab_size, pad_id
+        features = 1 + vocab_size + buckets  # row 0: "no feature here" (PAD, n-grams touching PAD, repeats)
+        self.register_buffer("ratio", torch.zeros(features, num_classes))  # r, fixed once fit
+        self.weight = nn.Parameter(torch.zeros(features, num_classes))
+        self.bias = nn.Parameter(torch.zeros(num_classes))
+
+    def features(self, input_ids: Tensor) -> Tensor:
+        """(B, T) -> (B, max_n * T) feature ids, each distinct feature of a text once, the rest 0."""
+        unigrams = (input_ids + 1).masked_fill(input_ids == self.pad_id, 0)
+        longer = [
+            torch.where(ids > 0, ids + self.vocab_size, 0)
+            for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id)
+        ]
+        ids, _ = torch.cat([unigrams, *longer], dim=1).sort(dim=1)
+        repeat = torch.zeros_like(ids, dtype=torch.bool)
+        repeat[:, 1:] = ids[:, 1:] == ids[:, :-1]
+        return ids.masked_fill(repeat, 0)  # presence, not counts: binarised as in NBSVM
+
+    def scores(self, feats: Tensor) -> Tensor:
+        """Feature ids (B, L) from :meth:`features` -> logits (B, K)."""
+        table = self.ratio * self.weight  # (F, K); row 0 is zero because its ratio is
+        return table[feats].sum(dim=1) + self.bias
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        return self.scores(self.features(input_ids))
+
+    @torch.no_grad()
+    def fit_ratio(self, train: Batches) -> tuple[Tensor, Tensor]:
+        """Set r from the presence counts of each feature per class; return (features, labels) of every text."""
+        num_classes = self.ratio.size(1)
+        counts = torch.zeros_like(self.ratio)  # (F, K): texts of class k that contain feature f
+        rows = []
+        for ids, labels in train:
+            feats = self.features(ids)
+            rows.append(feats)
+            onehot = nn.functional.one_hot(labels, num_classes).to(counts.dtype)  # (B, K)
+            counts.index_add_(0, feats.flatten(), onehot.repeat_interleave(feats.size(1), dim=0))
+        # Row 0, "no feature here", is not a feature: its ratio stays 0, so it stays silent
+        # however many times a text holds it.
+        counts = counts[1:]
+        p = 1 + counts
+        q = 1 + (counts.sum(dim=1, keepdim=True) - counts)  # the same feature in every other class
+        self.ratio[1:] = torch.log((p / p.sum(dim=0)) / (q / q.sum(dim=0)))
+        width = max(r.size(1) for r in rows)
+        return torch.cat([nn.functional.pad(r, (0, width - r.size(1))) for r in rows]), torch.cat([y for _, y in train])
+
+    def fit(self, train: Batches, c: float, max_iter: int = 100) -> float:
+        """Fit r, then the weights: mean cross-entropy + ||w||² / (2 c N), by full-batch L-BFGS; the train accuracy."""
+        feats, labels = self.fit_ratio(train)
+        penalty = 1.0 / (2 * c * labels.size(0))
+        optimizer = torch.optim.LBFGS([self.weight, self.bias], max_iter=max_iter, line_search_fn="strong_wolfe")
+
+        def objective() -> Tensor:
+            optimizer.zero_grad()
+            value = nn.functional.cross_entropy(self.scores(feats), labels) + penalty * self.weight.pow(2).sum()
+            value.backward()
+            return value
+
+        optimizer.step(objective)
+        with torch.no_grad():
+            return (self.scores(feats).argmax(dim=1) == labels).float().mean().item()

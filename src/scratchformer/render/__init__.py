@@ -1,0 +1,1 @@
+"""Pictures and pages from what the stages computed (matplotlib lives here and nowhere else)."""

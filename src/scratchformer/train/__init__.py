@@ -1,0 +1,1 @@
+"""Training: one loop, two objectives (classification, masked LM), resumable state, distributed launch."""

@@ -1,0 +1,237 @@
+"""Training the classifier: cross-entropy on the shared loop, validation each epoch, the best epoch kept."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from scratchformer.analysis.evaluation import accuracy, predict_logits, rounded, scores
+from scratchformer.config import TrainConfig
+from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.diagnostics import attention_diagnostics, grouped_parameters
+from scratchformer.train.distributed import ALONE, World
+from scratchformer.train.loop import Loop, Settings, StepResult
+
+log = logging.getLogger(__name__)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def grad_norm_summary(norms: list[float], clip: float) -> dict[str, float]:
+    """Median, 99th percentile and max of the pre-clip gradient norms; share of steps clipped."""
+    t = torch.tensor(norms, dtype=torch.float64)
+    return {
+        "grad_norm_median": rounded(t.median().item()),
+        "grad_norm_p99": rounded(t.quantile(0.99).item()),
+        "grad_norm_max": rounded(t.max().item()),
+        "clipped_fraction": accuracy((t > clip).sum().item(), len(norms)) if clip > 0 else 0.0,
+    }
+
+
+def drop_tokens(input_ids: Tensor, p: float, pad_id: int, generator: torch.Generator | None = None) -> Tensor:
+    """Turn each real token but the first ([CLS]) into PAD with probability ``p``.
+
+    A PAD is invisible to attention and pooling, so the model must classify the
+    review from the remaining words ("word dropout"); it cannot lean on any
+    single character or n-gram it has memorised.
+    """
+    drop = torch.rand(input_ids.shape, generator=generator, device=input_ids.device) < p  # (B, T)
+    drop[:, 0] = False
+    return input_ids.masked_fill(drop, pad_id)
+
+
+@dataclass
+class History:
+    """Everything a training run measured, for metrics, curves and plots."""
+
+    steps: list[dict] = field(default_factory=list)  # step, loss, grad_norm, lr
+    epochs: list[dict] = field(default_factory=list)  # epoch, train/val loss and accuracy
+    best_epoch: int = 0
+    best_state: dict = field(default_factory=dict)  # the evaluated weights at best_epoch
+    initial: dict = field(default_factory=dict)  # the epoch-0 record: the untrained model
+    seconds: float = 0.0
+
+    @property
+    def best(self) -> dict | None:
+        """The record of the selected epoch (None before the first epoch ends)."""
+        return self.epochs[self.best_epoch - 1] if self.best_epoch else None
+
+    def as_state(self, weights: bool = True) -> dict:
+        """Plain data for the resumable state (``History(**state)`` rebuilds it); without the best weights."""
+        state = dict(vars(self))
+        if not weights:
+            state["best_state"] = {}
+        return state
+
+
+def improves(record: dict, best: dict | None, select: str) -> bool:
+    """Whether epoch ``record`` beats ``best`` under ``select``; ties keep the earlier epoch."""
+    if best is None:
+        return True
+    if select == "val_accuracy":
+        return record["val_accuracy"] > best["val_accuracy"]
+    return record["val_loss"] < best["val_loss"]
+
+
+class Classification(nn.Module):
+    """The classifier's objective for :class:`~scratchformer.train.loop.Loop`: cross-entropy on the labels.
+
+    ``prepare`` hides tokens (``token_dropout``) on the whole global batch, so
+    every process sees the same corruption whatever its share.
+    """
+
+    unused_parameters = False  # every parameter of the classifier takes part in its loss
+
+    def __init__(self, model: TransformerClassifier, label_smoothing: float = 0.0, token_dropout: float = 0.0):
+        super().__init__()
+        self.model = model
+        self.label_smoothing, self.token_dropout = label_smoothing, token_dropout
+
+    def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        if self.token_dropout:
+            ids = drop_tokens(ids, self.token_dropout, self.model.pad_id, generator)
+        return ids, labels
+
+    def count(self, labels: Tensor) -> int:
+        return len(labels)
+
+    def grad_groups(self) -> dict[str, list[nn.Parameter]]:
+        return grouped_parameters(self.model)
+
+    def forward(self, ids: Tensor, labels: Tensor) -> StepResult:
+        logits = self.model(ids).float()  # (B, K); the loss in fp32 whatever the forward's precision
+        loss = F.cross_entropy(logits, labels, label_smoothing=self.label_smoothing, reduction="sum")
+        with torch.no_grad():  # the smoothing-free loss, comparable with val_loss
+            plain = F.cross_entropy(logits, labels, reduction="sum") if self.label_smoothing else loss.detach()
+        return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
+
+
+def settings(config: TrainConfig) -> Settings:
+    """The loop's settings from the train section."""
+    return Settings(
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        grad_clip=config.grad_clip,
+        schedule=config.schedule,
+        warmup_ratio=config.warmup_ratio,
+        bucket_by_length=config.bucket_by_length,
+        ema_decay=config.ema_decay,
+        precision=config.precision,
+        log_every=config.log_every,
+    )
+
+
+def fit(
+    model: TransformerClassifier,
+    train: TokenizedSplit,
+    validation: TokenizedSplit,
+    config: TrainConfig,
+    seed: int,
+    device: torch.device,
+    on_step: Callable[[dict], None] = lambda record: None,
+    on_epoch: Callable[[dict, TransformerClassifier, bool], None] = lambda record, model, best: None,
+    member: int = 0,
+    resume: dict | None = None,
+    on_state: Callable[[dict], None] = lambda state: None,
+    world: World = ALONE,
+) -> History:
+    """Train ``model`` in place; return the history, with the weights of the selected epoch.
+
+    ``on_step`` receives each step's record; ``on_epoch`` each epoch's record,
+    the model, and whether this epoch is the best so far under ``config.select``
+    (lowest validation loss, or highest validation accuracy; ties keep the
+    earlier epoch). Epoch 0 is the untrained model and is never selected.
+
+    Each step's ``loss`` is the objective (label smoothing included); the
+    epoch's ``train_loss`` is plain cross-entropy, like ``val_loss``, so the two
+    compare. A loss or gradient norm that is not finite raises
+    :class:`~scratchformer.train.loop.TrainingDivergedError` when it is read (with
+    ``log_every`` = 1, before the optimizer applies it).
+
+    With ``config.ema_decay`` > 0 an exponential moving average of the weights
+    is kept alongside; it is what gets validated, selected and handed to
+    ``on_epoch`` (averaging the last few hundred steps' weights smooths out the
+    noise of the final minibatches, much like an ensemble of nearby checkpoints).
+
+    With several processes (``world``), every rank calls ``fit``; only rank 0
+    validates, selects and calls ``on_epoch`` and ``on_state``.
+
+    At the end of every epoch ``on_state`` receives everything needed to carry
+    on from there (weights, optimizer, schedule, EMA, random generators, the
+    history so far); handing such a state back as ``resume`` continues the run
+    exactly as if it had never stopped, bit for bit.
+    """
+    loop = Loop(
+        Classification(model, config.label_smoothing, config.token_dropout),
+        settings(config),
+        seed,
+        math.ceil(len(train) / config.batch_size),
+        device,
+        world,
+        where=f"member {member}, ",
+    )
+    history = History()
+    start = time.perf_counter()
+    if resume is None:
+        if world.main:
+            history.initial = _epoch_record(loop.evaluated, 0, math.nan, math.nan, validation, config, device)
+            on_epoch(history.initial, loop.evaluated, False)
+    else:
+        loop.restore(resume)
+        history = History(**resume["history"])
+        log.info("member %d: resuming after epoch %d of %d", member, loop.epoch, config.epochs)
+
+    def step(record: dict) -> None:
+        history.steps.append(record)
+        on_step(record)
+
+    while loop.epoch < config.epochs:
+        done = loop.run_epoch(train, step)
+        state = loop.state()  # collective: all ranks take part
+        if not world.main:
+            continue
+        evaluated = loop.evaluated
+        record = _epoch_record(
+            evaluated, loop.epoch, done["train_loss"], accuracy(*done["train_accuracy"]), validation, config, device
+        )
+        is_best = improves(record, history.best, config.select)
+        history.epochs.append(record)
+        if is_best:
+            history.best_epoch = loop.epoch
+            history.best_state = copy.deepcopy(evaluated.state_dict())
+        log.info("epoch %d: %s", loop.epoch, record)
+        on_epoch(record, evaluated, is_best)
+        on_state({**state, "history": history.as_state()})
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device) -> dict:
+    """Scores on validation, and the attention of every head on its first 64 texts (a fixed sample)."""
+    val = scores(predict_logits(model, validation, config.batch_size * 4, device), validation.labels)
+    sample, _ = next(iter(batches(validation, 64, model.pad_id)))
+    return {
+        "epoch": epoch,
+        "train_loss": rounded(train_loss),
+        "train_accuracy": train_acc,
+        "val_loss": val["loss"],
+        "val_accuracy": val["accuracy"],
+        **{key: rounded(value) for key, value in attention_diagnostics(model, sample.to(device)).items()},
+    }

@@ -1,0 +1,322 @@
+"""The training loop that pretraining and classification share.
+
+What is trained is an *objective*: a module whose ``forward(inputs, labels)``
+returns a :class:`StepResult` (the loss summed over its rows, and what to log),
+with a ``prepare`` that draws the step's random corruption (masking, token
+dropout) on the whole global batch. The loop owns everything else, once:
+
+- the optimizer (AdamW, decay on linear weights only), the lr schedule, an
+  optional moving average of the weights (EMA);
+- data parallelism: each of ``world.size`` processes takes its share of every
+  global batch, and the loss is divided by the *global* count, so DDP's mean of
+  the gradients equals the one-process gradient (see :mod:`scratchformer.train.distributed`);
+- mixed precision: the forward pass under autocast (``bf16``, or ``fp16`` with
+  loss scaling on CUDA); parameters, gradients and the optimizer stay fp32;
+- clipping with the norm of the per-layer gradient norms, measured once;
+- host-sync-free logging: each step's values stay on the device and are read
+  together every ``log_every`` steps (one sync), when they are also checked for
+  divergence;
+- resumable state: everything needed to carry on after an epoch, bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from tqdm import tqdm
+
+from scratchformer.config import UserError
+from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.train.diagnostics import group_grad_norms
+from scratchformer.train.distributed import ALONE, World
+
+
+class TrainingDivergedError(UserError, RuntimeError):
+    """The loss or the gradient norm stopped being a finite number."""
+
+
+class StepResult(NamedTuple):
+    """What an objective's forward returns for this process's share of a batch."""
+
+    loss: Tensor  # () the objective summed over the rows (what backward minimises, after normalising)
+    plain: Tensor  # () the smoothing-free loss summed over the rows (the epoch's train loss)
+    hits: Tensor  # () rows predicted right (the epoch's train accuracy)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the loop reads from ``TrainConfig`` or ``PretrainConfig``."""
+
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    grad_clip: float = 1.0  # 0 = off
+    schedule: str = "constant"  # constant | cosine
+    warmup_ratio: float = 0.0
+    bucket_by_length: bool = False
+    ema_decay: float = 0.0
+    precision: str = "fp32"  # fp32 | bf16 | fp16
+    log_every: int = 1
+
+
+def parameter_groups(modules: Iterable[nn.Module], weight_decay: float) -> list[dict]:
+    """Two AdamW groups: the weight matrices of linear layers decay, nothing else does.
+
+    Weight decay pulls a weight towards 0, which regularises the matrices that
+    mix features. Biases, LayerNorm gains, embedding tables (token, n-gram and
+    learned positional rows: each row is only updated when its token occurs, so
+    decay would shrink rare tokens towards nothing) and the pooling query are
+    offsets and scales, not mixers, and are left alone (as in nanoGPT's
+    ``configure_optimizers``, with embeddings in the no-decay group). A
+    parameter shared by two modules (a tied embedding) is listed once.
+    """
+    decay, no_decay, seen = [], [], set()
+    for module in modules:
+        for sub in module.modules():
+            for name, p in sub.named_parameters(recurse=False):
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                (decay if isinstance(sub, nn.Linear) and name == "weight" else no_decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.optim.AdamW:
+    """AdamW over ``parameter_groups``, with the fused kernel where PyTorch has one.
+
+    The fused update is one pass over each tensor instead of a chain of
+    elementwise ops, which matters for large embedding tables: every row is
+    updated every step (benchmarks/encoder_throughput.py prints the ratio).
+    """
+    return torch.optim.AdamW(groups, lr=lr, fused=torch.device(device).type in ("cpu", "cuda"))
+
+
+def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> float:
+    """Multiplier of the base lr at ``step``: linear warm-up, then constant or cosine to 0."""
+    warmup = int(total * warmup_ratio)
+    if step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """The forward pass's precision: fp32 as is, or autocast to bf16 / fp16.
+
+    Under autocast, matrix products run in the low precision while reductions
+    that need range (softmax, LayerNorm, the loss) stay fp32; the attention
+    module computes its softmax in fp32 explicitly, so a fully blocked row stays
+    finite whatever autocast decides.
+    """
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError(
+            f"train.precision=fp16 needs CUDA (its gradients need loss scaling); on {device.type} use bf16 or fp32"
+        )
+    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+class Loop:
+    """One training run's moving parts, and the epochs that drive them.
+
+    ``objective`` (a module with ``model``, ``prepare``, ``count``,
+    ``grad_groups`` and a forward returning :class:`StepResult`) is trained in
+    place. ``seed`` seeds the batch order; ``seed + 1`` the corruption drawn by
+    ``prepare``. Each has a generator of its own, so neither depends on how
+    many random numbers dropout drew.
+    """
+
+    def __init__(
+        self,
+        objective: nn.Module,
+        settings: Settings,
+        seed: int,
+        steps_per_epoch: int,
+        device: torch.device,
+        world: World = ALONE,
+        label: str = "training",
+        where: str = "",
+        hint: str = "Lower train.lr, keep train.grad_clip > 0, or warm the lr up (train.warmup_ratio)",
+    ) -> None:
+        device = torch.device(device)
+        if world.size > 1:  # the same weights everywhere (DDP broadcasts them), but each rank its own dropout
+            torch.manual_seed(seed + 1_000_003 * world.rank)
+        self.objective = objective.to(device).train()
+        self.model = objective.model
+        self.settings, self.device, self.world = settings, device, world
+        self.label, self.where, self.hint = label, where, hint  # who diverged, where, and what to change then
+        autocast(device, settings.precision)  # fail now on an impossible precision, not at the first step
+        self.ddp = world.wrap(objective, find_unused_parameters=objective.unused_parameters)
+        self.optimizer = adamw(parameter_groups([objective], settings.weight_decay), settings.lr, device)
+        self.steps_per_epoch = steps_per_epoch
+        total = steps_per_epoch * settings.epochs
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: lr_factor(s, total, settings.schedule, settings.warmup_ratio)
+        )
+        self.ema = (
+            AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay))
+            if settings.ema_decay
+            else None
+        )
+        self.scaler = torch.amp.GradScaler("cuda") if settings.precision == "fp16" else None
+        self.order = torch.Generator().manual_seed(seed)
+        self.draws = torch.Generator().manual_seed(seed + 1)
+        self.groups = objective.grad_groups()
+        self.group_keys = [f"layer_grad_norm/{g}" for g in self.groups]
+        self.epoch, self.step = 0, 0
+
+    @property
+    def evaluated(self) -> nn.Module:
+        """The weights that are validated and saved: the moving average when on, else the model."""
+        return self.ema.module if self.ema is not None else self.model
+
+    def run_epoch(self, data: TokenizedSplit, on_step: Callable[[dict], None] = lambda record: None) -> dict:
+        """Train one epoch over ``data``; return its ``train_loss`` (smoothing-free) and ``train_accuracy``.
+
+        ``on_step`` receives each step's record (step, loss, grad_norm, lr,
+        layer_grad_norm/<group>) after that step's update, in batches of
+        ``log_every`` (the values are read from the device then, once).
+        """
+        self.epoch += 1
+        s = self.settings
+        pending: list[tuple[Tensor, dict]] = []  # values still on the device, with their host-side facts
+        loss_sum = hits = 0.0
+        seen = 0
+        bar = tqdm(
+            batches(data, s.batch_size, self.model.pad_id, self.order, s.bucket_by_length),
+            total=self.steps_per_epoch,
+            desc=f"epoch {self.epoch}/{s.epochs}",
+            leave=False,
+            disable=None,
+        )
+        for i, (ids, labels) in enumerate(bar):
+            pending.append(self.gradients(ids, labels))
+            records = []
+            if len(pending) == s.log_every or i == self.steps_per_epoch - 1:
+                records = self._read(pending)  # the one host sync of the interval; stops a diverged run
+                pending = []
+            self._update()
+            for record, plain, right, count in records:
+                loss_sum += plain
+                hits += right
+                seen += count
+                on_step(record)
+            if records:
+                bar.set_postfix(loss=f"{records[-1][0]['loss']:.3f}")
+        return {"train_loss": loss_sum / seen, "train_accuracy": (int(hits), seen)}
+
+    def gradients(self, ids: Tensor, labels: Tensor) -> tuple[Tensor, dict]:
+        """Forward, loss, backward and clipping for one global batch; the optimizer has not stepped yet.
+
+        Returns the step's logged values, still on the device (loss, plain
+        loss, hits, gradient norm, each group's gradient norm), and what is
+        already known on the host (step, lr, rows).
+        """
+        ids, labels = self.objective.prepare(ids, labels, self.draws)  # on the whole global batch
+        n = self.objective.count(labels)  # rows the loss is averaged over, all ranks together
+        ids, labels = self.world.shard(ids).to(self.device), self.world.shard(labels).to(self.device)
+        with autocast(self.device, self.settings.precision):
+            out = self.ddp(ids, labels)
+        loss = out.loss / n  # this rank's share of the global mean; the shares sum to it
+        self.optimizer.zero_grad(set_to_none=True)
+        objective = loss * self.world.size if self.world.size > 1 else loss  # DDP averages over ranks: × size
+        if self.scaler is not None:
+            self.scaler.scale(objective).backward()
+            self.scaler.unscale_(self.optimizer)
+        else:
+            objective.backward()
+        # Each layer's gradient norm before clipping; the global norm is the norm of those,
+        # and clipping uses it rather than measuring every gradient a second time.
+        per_group = group_grad_norms(self.groups)  # (G,)
+        total = torch.linalg.vector_norm(per_group)
+        max_norm = self.settings.grad_clip if self.settings.grad_clip > 0 else math.inf
+        torch.nn.utils.clip_grads_with_norm_(self.objective.parameters(), max_norm, total)
+        values = torch.stack([loss.detach(), out.plain.detach(), out.hits.to(total.dtype), total, *per_group])
+        return values, {"step": self.step, "lr": self.scheduler.get_last_lr()[0], "count": n}
+
+    def _update(self) -> None:
+        """Apply the clipped gradients: the optimizer (through the loss scaler in fp16), the schedule, the EMA."""
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)  # skipped when fp16 overflowed; the scale then shrinks
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.scheduler.step()
+        if self.ema is not None:
+            self.ema.update_parameters(self.model)
+        self.step += 1
+
+    def _read(self, pending: list[tuple[Tensor, dict]]) -> list[tuple[dict, float, float, int]]:
+        """Bring the pending steps' values to the host (summed over ranks); stop on divergence.
+
+        Returns ``(record, plain loss sum, hits, rows)`` per step. The loss, the
+        plain loss and the hits are summed over ranks; the gradient norms are
+        the same on every rank (DDP averaged the gradients) and are not.
+        """
+        rows = torch.stack([values for values, _ in pending])  # (S, 4 + G)
+        rows[:, :3] = self.world.sum(rows[:, :3].contiguous())  # collectives need contiguous memory
+        out = []
+        for (loss, plain, right, grad_norm, *norms), (_, facts) in zip(rows.tolist(), pending, strict=True):
+            finite_grad = math.isfinite(grad_norm) or self.scaler is not None  # fp16 overflow: the scaler skips
+            if not (math.isfinite(loss) and finite_grad):
+                raise TrainingDivergedError(
+                    f"{self.label} diverged in {self.where}epoch {self.epoch}, step {facts['step']} "
+                    f"at lr {facts['lr']:.3g}: loss {loss}, gradient norm {grad_norm}. "
+                    f"{self.hint}; no checkpoint was written"
+                )
+            record = {"step": facts["step"], "loss": loss, "grad_norm": grad_norm, "lr": facts["lr"]}
+            record.update(zip(self.group_keys, norms, strict=True))
+            out.append((record, plain, right, facts["count"]))
+        return out
+
+    def state(self) -> dict:
+        """Everything needed to carry on after the current epoch, as tensors and plain data.
+
+        Collective: every rank contributes its random generators (dropout draws
+        differ per rank), so all ranks must call it.
+        """
+        rng = {"torch": torch.get_rng_state(), "python": random.getstate()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        return {
+            "epoch": self.epoch,
+            "step": self.step,
+            "objective": self.objective.state_dict(),  # the model, and an objective's own layers (MLM head)
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "ema": self.ema.state_dict() if self.ema is not None else None,
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+            "order": self.order.get_state(),
+            "draws": self.draws.get_state(),
+            "rng": self.world.gather(rng),  # one per rank
+        }
+
+    def restore(self, state: dict) -> None:
+        """Load a :meth:`state` back: the run continues as if it had never stopped."""
+        self.objective.load_state_dict(state["objective"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        if self.ema is not None:
+            self.ema.load_state_dict(state["ema"])
+        if self.scaler is not None:
+            self.scaler.load_state_dict(state["scaler"])
+        self.order.set_state(state["order"])
+        self.draws.set_state(state["draws"])
+        rng = state["rng"][self.world.rank]
+        torch.set_rng_state(rng["torch"])
+        random.setstate(rng["python"])
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        self.epoch, self.step = state["epoch"], state["step"]
