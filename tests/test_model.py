@@ -1,4 +1,6 @@
+import ast
 import dataclasses
+import pathlib
 
 import pytest
 import torch
@@ -90,20 +92,39 @@ def test_every_option_trains_one_step(option):
     assert not torch.equal(before, model.head.weight)
 
 
-def test_no_library_attention_in_the_model():
+LIBRARY_ATTENTION = [
+    (torch.nn.functional, "scaled_dot_product_attention"),
+    (torch.nn.functional, "multi_head_attention_forward"),
+    (torch, "_native_multi_head_attention"),
+]
+
+
+def test_no_library_attention_in_the_model(monkeypatch):
+    """Whatever it is called or imported as: a forward pass that reaches PyTorch's attention fails."""
     model = make()
     kinds = {type(m).__name__ for m in model.modules()}
     assert "MultiheadAttention" not in kinds and not any("TransformerEncoder" in k for k in kinds)
-    import inspect
 
-    import scratchformer.model.attention as attention
-    import scratchformer.model.classifier as model_module
-    import scratchformer.model.encoder as encoder
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model called PyTorch's attention")
 
-    for module in (attention, encoder, model_module):
-        source = inspect.getsource(module)
-        assert "F.scaled_dot_product_attention" not in source
-        assert "nn.MultiheadAttention" not in source
+    for owner, name in LIBRARY_ATTENTION:
+        monkeypatch.setattr(owner, name, refuse)
+    ids = torch.randint(1, 50, (2, 7))
+    for variant in ({}, {"positional": "rope"}, {"pooling": "attention"}, {"norm": "post"}):
+        make(**variant).eval()(ids)
+        make(**variant).train()(ids)
+    # An alias bound at import time (``from torch.nn.functional import scaled_dot_product_attention
+    # as sdpa``) would escape the patch: no model module may hold a reference to it.
+    import scratchformer.model as package
+
+    for module in sorted(pathlib.Path(package.__file__).parent.glob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        banned = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention"}
+        assert not names & banned, f"{module.name} reaches {names & banned}"
+        assert not any(n.startswith("TransformerEncoder") for n in names), module.name
 
 
 def test_sinusoidal_positions_are_a_buffer_learned_are_parameters():

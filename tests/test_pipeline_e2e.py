@@ -126,9 +126,21 @@ def test_repro_writes_every_output(repo):
 
 
 def test_metrics_and_plots_commands_work(repo):
-    shown = run(["dvc", "metrics", "show", "--json"], repo)
-    assert "acceptance.attention_max_abs_err" in shown or "attention_max_abs_err" in shown
-    run(["dvc", "plots", "show", "--json"], repo)
+    shown = json.loads(run(["dvc", "metrics", "show", "--json"], repo))[""]["data"]
+    written = json.loads((repo / "metrics" / "eval.json").read_text())
+    assert shown["metrics/eval.json"]["data"] == written  # what dvc reads is what evaluate wrote
+    assert 0 <= shown["metrics/eval.json"]["data"]["acceptance"]["attention_max_abs_err"] < 1e-5
+    assert shown["metrics/train.json"]["data"]["epochs"] == 1
+    plots = json.loads(run(["dvc", "plots", "show", "--json"], repo))["data"]
+    epochs = [row for row in plots["Accuracy per epoch"][0]["content"]["data"]["values"]]
+    files = {row["filename::field"] for row in epochs}
+    assert files == {"val_accuracy.tsv::val_accuracy", "train_accuracy.tsv::train_accuracy"}
+    val = [float(row["val_accuracy"]) for row in epochs if "val_accuracy" in row]
+    assert val == [json.loads((repo / "metrics" / "train.json").read_text())["best_val_accuracy"]]
+    steps = plots["Training loss per step"][0]["content"]["data"]["values"]
+    assert len(steps) == len((repo / "dvclive/plots/metrics/step/loss.tsv").read_text().splitlines()) - 1
+    for image in ("loss", "grad_norm", "attention_evolution", "confusion_validation"):
+        assert plots[f"plots/images/{image}.png"][0]["type"] == "image"
 
 
 def test_second_repro_is_a_no_op(repo):

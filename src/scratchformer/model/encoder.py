@@ -29,6 +29,12 @@ class FeedForward(nn.Module):
 
 
 class EncoderBlock(nn.Module):
+    """Self-attention then feed-forward, each a residual branch; LayerNorm before or after the sum.
+
+    Pre-LN:  x = x + Drop(Attn(LN1(x)));  x = x + Drop(FFN(LN2(x)))
+    Post-LN: x = LN1(x + Drop(Attn(x)));  x = LN2(x + Drop(FFN(x)))
+    """
+
     def __init__(
         self,
         d_model: int,
@@ -52,10 +58,10 @@ class EncoderBlock(nn.Module):
         """x (B, T, C) -> (x (B, T, C), attention weights (B, H, T, T))."""
         if self.norm == "pre":
             a, weights = self.attn(self.ln1(x), mask)
-            x = x + self.dropout(a)
-            x = x + self.dropout(self.ffn(self.ln2(x)))
+            x = x + self.dropout(a)  # x + Drop(Attn(LN1(x)))
+            x = x + self.dropout(self.ffn(self.ln2(x)))  # x + Drop(FFN(LN2(x)))
         else:
             a, weights = self.attn(x, mask)
-            x = self.ln1(x + self.dropout(a))
-            x = self.ln2(x + self.dropout(self.ffn(x)))
+            x = self.ln1(x + self.dropout(a))  # LN1(x + Drop(Attn(x)))
+            x = self.ln2(x + self.dropout(self.ffn(x)))  # LN2(x + Drop(FFN(x)))
         return x, weights
