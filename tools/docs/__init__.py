@@ -5,8 +5,8 @@
     results.py          the results, comparison, recipe, members and headline tables
     ablations.py        docs/ablations.md: shape ablations averaged over seeds, Pre-LN vs Post-LN
     seeds.py            runs that differ only in seed, as mean ± std
-    walkthrough.py      docs/walkthrough.md: the numbers, measured (``python -m tools.docs.walkthrough``)
-    walkthrough_page.py docs/walkthrough.md: the page those numbers and the code excerpts fill
+    walkthrough.py      docs/walkthrough.md: the page (``python -m tools.docs.walkthrough``)
+    walkthrough_measure.py  its code excerpts and the numbers it quotes, measured
 
 They ask ``dvc`` (through ``scratchformer.reporting``) and import the library; the library
 never imports them. Tables are written by ``scratchformer.render.markdown``.

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from scratchformer.files import write_text
+from scratchformer.render import markdown
 from scratchformer.reporting.commands import dvc_json
 from scratchformer.reporting.experiments import experiments
 from tools.docs import ablations, pages, results
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.what == "review":
         path = args.file or Path("docs/review.md")
         text = path.read_text(encoding="utf-8")
-        path.write_text(pages.markdown.replace_block(text, "review", pages.review_block(text)), encoding="utf-8")
+        write_text(path, markdown.replace_block(text, "review", pages.review_block(text)))
         print(f"updated {path}")
         return
     for name in results.recipe_drift(src.records, "best") if src.has_best else []:
