@@ -41,3 +41,10 @@ def test_every_generated_block_has_a_generator():
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
             assert name in known or name.startswith("recipe-"), f"{page.name}: no generator for block {name}"
+
+
+def test_the_predict_example_is_left_as_committed_without_a_model_and_must_show_its_command(tmp_path):
+    text = "<!-- predict:start -->\n```console\n$ scratchformer predict 服务很差\n<label>\n```\n<!-- predict:end -->\n"
+    assert pages.predict_block(text, tmp_path) is None  # no models/model.pt: never an invented answer
+    with pytest.raises(ValueError, match="must show a `\\$ scratchformer predict"):
+        pages.predict_block("<!-- predict:start -->\nnothing\n<!-- predict:end -->\n", tmp_path)

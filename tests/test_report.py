@@ -209,3 +209,15 @@ def test_ablation_rows_average_seeds_of_one_commit_and_mark_what_exceeds_the_spr
     assert rows["post6-s*"]["delta"] == "-0.1300 *"  # far outside the spread of both
     assert rows["post2-s*"]["delta"] == "+0.0033"  # within it: no mark
     assert "post6-old" not in rows and rows["post6-s*"]["val acc values"] == [0.70, 0.71, 0.72]
+
+
+def test_the_headline_is_read_back_from_the_committed_comparison_where_experiments_are_absent():
+    from tools.docs.results import comparison_rows, headline_table, read_table
+
+    records = experiments(exp_show())
+    made = headline_table(comparison_rows(records))
+    assert headline_table(read_table(comparison_table(records))) == made  # same table either way
+    assert made.splitlines()[2:] == [
+        "| reference run (`params.yaml`) | 0.835 | 0.835 |",
+        "| [`best` recipe](recipes/best.yaml) (3 Transformers + NB member) | 0.93 | 0.93 |",
+    ]  # no NB-LR in these records, and the SVM and `wide` rows are not headline rows
