@@ -4,14 +4,15 @@ Each of the four runs is a real `dvc exp run --temp` (nothing in the workspace
 changes) with ``train.device=cuda`` and the precision set; the script prints, per run,
 the training samples/s (from the train stage's own "trained in … s" log line), the
 wall time of the whole experiment, and the validation/test accuracy and acceptance
-checks from `dvc exp show`. The `best` recipe's settings are read from the README's
-``<!-- best:start -->`` command, so the two never drift apart.
+checks from `dvc exp show`. The `best` recipe's settings are read from
+``recipes/best.yaml``, the file the docs print the recipe's command from, so the two never
+drift apart.
 
 Run from the repository root, set up as the README says, with the data reachable:
 
-    python benchmarks/gpu_check.py [--only default] [--readme README.md]
+    python benchmarks/gpu_check.py [--only default] [--doc docs/scale-out.md]
 
-Writes benchmarks/results/gpu_check.json; with ``--readme`` also the table between
+Writes benchmarks/results/gpu_check.json; with ``--doc`` also the table between
 ``<!-- gpu:start -->`` and ``<!-- gpu:end -->``.
 """
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shlex
 import subprocess
 import sys
 import time
@@ -29,18 +29,16 @@ from pathlib import Path
 import torch
 
 from scratchformer.files import write_json
-from scratchformer.reporting.report import experiments, replace_block
+from scratchformer.render import markdown
+from scratchformer.reporting import recipes
+from scratchformer.reporting.experiments import experiments
 
 OUT = Path("benchmarks/results/gpu_check.json")
 
 
-def best_settings(readme: Path) -> list[str]:
-    """The ``-S key=value`` arguments of the README's `best` command."""
-    block = re.search(r"<!-- best:start -->(.*?)<!-- best:end -->", readme.read_text(encoding="utf-8"), re.S)
-    if block is None:
-        raise SystemExit(f"{readme}: no <!-- best:start --> block with the `best` command")
-    words = shlex.split(block.group(1).replace("```bash", "").replace("```", ""))
-    return [w for i, w in enumerate(words) if i > 0 and words[i - 1] == "-S"]
+def best_settings(folder: Path = recipes.FOLDER) -> list[str]:
+    """The ``key=value`` arguments of the `best` recipe's ``-S`` flags (``recipes/best.yaml``)."""
+    return recipes.settings(recipes.load("best", folder))
 
 
 def run_experiment(name: str, settings: list[str]) -> dict:
@@ -68,15 +66,15 @@ def metrics_of(name: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["default", "best"], help="run one recipe only")
-    parser.add_argument("--readme", type=Path, help="write the table into this README")
+    parser.add_argument("--doc", type=Path, help="write the table into this page (docs/scale-out.md)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device on this machine; nothing measured")
-    recipes = {"default": [], "best": best_settings(Path("README.md"))}
+    runs = {"default": [], "best": best_settings()}
     if args.only:
-        recipes = {args.only: recipes[args.only]}
+        runs = {args.only: runs[args.only]}
     rows = []
-    for recipe, settings in recipes.items():
+    for recipe, settings in runs.items():
         for precision in ("fp32", "bf16"):
             name = f"gpu-{recipe}-{precision}"
             timing = run_experiment(name, [*settings, f"train.precision={precision}"])
@@ -99,21 +97,15 @@ def main() -> None:
             print(json.dumps(row))
     result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}
     write_json(OUT, result)
-    table = [
-        f"Measured by `benchmarks/gpu_check.py` on {result['gpu']}, torch {result['torch']}.",
-        "",
-        "| recipe | precision | train samples/s | wall s | val acc | test acc | checks passed |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        table.append(
-            f"| {r['recipe']} | {r['precision']} | {r['samples_per_s']} | {r['wall_seconds']} | "
-            f"{r['val_accuracy']} | {r['test_accuracy']} | {r['passed']} |"
-        )
-    print("\n".join(table))
-    if args.readme:
-        text = args.readme.read_text(encoding="utf-8")
-        args.readme.write_text(replace_block(text, "gpu", "\n".join(table)), encoding="utf-8")
+    header = ["recipe", "precision", "train samples/s", "wall s", "val acc", "test acc", "checks passed"]
+    keys = ["recipe", "precision", "samples_per_s", "wall_seconds", "val_accuracy", "test_accuracy", "passed"]
+    table = f"Measured by `benchmarks/gpu_check.py` on {result['gpu']}, torch {result['torch']}.\n\n" + markdown.table(
+        header, ([r[k] for k in keys] for r in rows)
+    )
+    print(table)
+    if args.doc:
+        text = args.doc.read_text(encoding="utf-8")
+        args.doc.write_text(markdown.replace_block(text, "gpu", table), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ output holds it (a rerun must change no byte); this benchmark is where it is mea
 
 Run from the repository root on a machine set up with the README's commands (and the
 data reachable: hub or local folders). Writes benchmarks/results/pipeline_time.json,
-which `python -m scratchformer.reporting.report readme` quotes in the README.
+which `python -m tools.docs.report readme` quotes in docs/results.md.
 """
 
 from __future__ import annotations

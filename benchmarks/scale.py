@@ -6,12 +6,12 @@ small distribution built here — review lengths like ChnSentiCorp's (log-normal
 words — and a WordPiece vocabulary over those characters, so nothing is downloaded.
 Each measured step runs in a fresh process (the stage scripts themselves for download
 and tokenize), so its wall time and peak RSS are its own. Prints a table with the
-growth ratio per 10x rows; ``--readme README.md`` writes that table into the README
+growth ratio per 10x rows; ``--doc docs/corpus.md`` writes that table into the page
 between ``<!-- scale:start -->`` and ``<!-- scale:end -->``; the numbers also go to
 benchmarks/results/scale.json.
 
     python benchmarks/scale.py                     # 10k, 100k, 1M
-    python benchmarks/scale.py --sizes 10000 100000 --readme README.md
+    python benchmarks/scale.py --sizes 10000 100000 --doc docs/corpus.md
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import yaml
+
+from scratchformer.render import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "scale.json"
@@ -139,39 +141,45 @@ def run_size(n: int, work: Path) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    lines = [
-        "| reviews | load average | download + tokenize, s | CPU s | peak RSS, MiB | x time | x CPU | x memory "
-        "| epoch of batches, s | peak RSS, MiB | x time | x memory |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["reviews", "load average", "download + tokenize, s", "CPU s", "peak RSS, MiB", "x time", "x CPU"]
+    header += ["x memory", "epoch of batches, s", "peak RSS, MiB", "x time", "x memory"]
+    rows = []
     for i, r in enumerate(results):
         prev = results[i - 1] if i else None
 
         def ratio(key: str, r=r, prev=prev) -> str:
             return f"{r[key] / prev[key]:.1f}" if prev and prev[key] else "—"
 
-        lines.append(
-            f"| {r['rows']:,} | {r['load_average']} | {r['ingest_seconds']} | {r['ingest_cpu_seconds']} "
-            f"| {r['ingest_peak_rss_mib']} | {ratio('ingest_seconds')} | {ratio('ingest_cpu_seconds')} "
-            f"| {ratio('ingest_peak_rss_mib')} | {r['epoch_load_seconds']} | {r['epoch_load_peak_rss_mib']} "
-            f"| {ratio('epoch_load_seconds')} | {ratio('epoch_load_peak_rss_mib')} |"
+        rows.append(
+            [
+                f"{r['rows']:,}",
+                r["load_average"],
+                r["ingest_seconds"],
+                r["ingest_cpu_seconds"],
+                r["ingest_peak_rss_mib"],
+                ratio("ingest_seconds"),
+                ratio("ingest_cpu_seconds"),
+                ratio("ingest_peak_rss_mib"),
+                r["epoch_load_seconds"],
+                r["epoch_load_peak_rss_mib"],
+                ratio("epoch_load_seconds"),
+                ratio("epoch_load_peak_rss_mib"),
+            ]
         )
-    return "\n".join(lines)
+    return markdown.table(header, rows)
 
 
-def write_readme(path: Path, text: str) -> None:
-    readme = path.read_text(encoding="utf-8")
-    start, end = "<!-- scale:start -->", "<!-- scale:end -->"
-    if start not in readme or end not in readme:
-        raise SystemExit(f"{path}: no {start} … {end} block to fill")
-    head, rest = readme.split(start, 1)
-    path.write_text(f"{head}{start}\n{text}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+def write_doc(path: Path, text: str) -> None:
+    try:
+        path.write_text(markdown.replace_block(path.read_text(encoding="utf-8"), "scale", text), encoding="utf-8")
+    except ValueError as err:
+        raise SystemExit(f"{path}: {err}") from err
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--readme", type=Path, help="write the table into this README")
+    parser.add_argument("--doc", type=Path, help="write the table into this page (docs/corpus.md)")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--load-epoch", help=argparse.SUPPRESS)
     parser.add_argument("command", nargs="*", help=argparse.SUPPRESS)
@@ -195,8 +203,8 @@ def main() -> None:
     print(text)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"cpus": cpus, "results": results}, indent=2) + "\n", encoding="utf-8")
-    if args.readme:
-        write_readme(args.readme, text)
+    if args.doc:
+        write_doc(args.doc, text)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@
    the same comparison; fp16 is added there.
 
 Run from the repository root after `dvc repro` (it reads data/tokenized and
-data/tokenizer). Writes benchmarks/results/scale_out.json; with ``--readme README.md``
+data/tokenizer). Writes benchmarks/results/scale_out.json; with ``--doc docs/scale-out.md``
 also the table between ``<!-- scale-out:start -->`` and ``<!-- scale-out:end -->``.
 
-    python benchmarks/scale_out.py [--samples 3200] [--device cpu] [--readme README.md]
+    python benchmarks/scale_out.py [--samples 3200] [--device cpu] [--doc docs/scale-out.md]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from scratchformer.config import load_params
 from scratchformer.data.tokenization import TokenizedSplit, read_class_names, read_tokenized
 from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.reporting.report import replace_block
+from scratchformer.render import markdown
 from scratchformer.train import distributed
 from scratchformer.train.classify import Classification, fit, seed_everything, settings
 from scratchformer.train.loop import Loop
@@ -128,25 +128,23 @@ def precision_comparison(device_name: str) -> dict:
     return {"device": str(device), "epochs": params.train.epochs, "rows": rows}
 
 
-def readme_block(result: dict) -> str:
+def doc_block(result: dict) -> str:
     d, p = result["ddp"], result["precision"]
     cores = d["cores"]
     lines = [
         f"Measured by `benchmarks/scale_out.py` on {result['cpus']} {result['machine']} CPU cores, "
         f"torch {result['torch']}.",
         "",
-        "| run | samples/s | ratio | validation accuracy |",
-        "|---|---|---|---|",
-        f"| 1 process x {cores} threads, one epoch of {d['samples']} texts | "
-        f"{d['samples_per_s'][f'1 x {cores}']:.0f} | 1.00x | |",
-        f"| {cores} processes x 1 thread (DDP, gloo), same data | {d['samples_per_s'][f'{cores} x 1']:.0f} | "
-        f"{d['ratio']:.2f}x | |",
+    ]
+    one, ddp = d["samples_per_s"][f"1 x {cores}"], d["samples_per_s"][f"{cores} x 1"]
+    rows = [
+        [f"1 process x {cores} threads, one epoch of {d['samples']} texts", f"{one:.0f}", "1.00x", ""],
+        [f"{cores} processes x 1 thread (DDP, gloo), same data", f"{ddp:.0f}", f"{d['ratio']:.2f}x", ""],
     ]
     for name, row in p["rows"].items():
-        lines.append(
-            f"| {name} on {p['device']}, default schedule ({p['epochs']} epochs) | {row['samples_per_s']:.0f} | "
-            f"{row['ratio']:.2f}x | {row['val_accuracy']:.4f} |"
-        )
+        label = f"{name} on {p['device']}, default schedule ({p['epochs']} epochs)"
+        rows.append([label, f"{row['samples_per_s']:.0f}", f"{row['ratio']:.2f}x", f"{row['val_accuracy']:.4f}"])
+    lines.append(markdown.table(["run", "samples/s", "ratio", "validation accuracy"], rows))
     return "\n".join(lines)
 
 
@@ -154,7 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=3200)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--readme", type=Path, help="write the table into this README")
+    parser.add_argument("--doc", type=Path, help="write the table into this page (docs/scale-out.md)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -167,9 +165,9 @@ def main() -> None:
         "precision": precision_comparison(args.device),
     }
     write_json(OUT, result)
-    if args.readme:
-        text = args.readme.read_text(encoding="utf-8")
-        args.readme.write_text(replace_block(text, "scale-out", readme_block(result)), encoding="utf-8")
+    if args.doc:
+        text = args.doc.read_text(encoding="utf-8")
+        args.doc.write_text(markdown.replace_block(text, "scale-out", doc_block(result)), encoding="utf-8")
 
 
 if __name__ == "__main__":

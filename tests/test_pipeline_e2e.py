@@ -15,7 +15,7 @@ from fixtures import write_corpus, write_tokenizer
 
 from scratchformer.model.checkpoint import load_checkpoint
 from scratchformer.model.classifier import Ensemble
-from scratchformer.reporting.report import experiments
+from scratchformer.reporting.experiments import experiments
 
 ROOT = Path(__file__).parents[1]
 pytestmark = pytest.mark.slow

@@ -1,18 +1,15 @@
+from pathlib import Path
+
 import pytest
 
-from scratchformer.reporting.report import (
-    ablation_groups,
-    ablation_rows,
-    ablation_tables,
-    best_command,
-    comparison_table,
-    experiments,
-    fmt,
-    members_line,
-    replace_block,
-    results_table,
-    workspace_metrics,
-)
+from scratchformer.render.markdown import replace_block
+from scratchformer.reporting import recipes
+from scratchformer.reporting.experiments import experiments, workspace_metrics
+from scratchformer.reporting.page import fmt
+from tools.docs.ablations import ablation_groups, ablation_rows, ablation_tables
+from tools.docs.results import comparison_table, members_line, recipe_block, recipe_drift, results_table
+
+ROOT = Path(__file__).parents[1]
 
 
 def metrics_show(acc=0.85):
@@ -139,21 +136,29 @@ def test_fmt():
     assert fmt(0.0) == "0" and fmt(True) == "true" and fmt(None) == "—" and fmt(0.5000) == "0.5"
 
 
-def test_best_command_lists_only_changed_params():
-    assert best_command(experiments([exp_record(None)])) == "(no `best` experiment yet)"
-    records = experiments(exp_show())
-    records[2]["baseline"] = "0ld0c0mm1t"  # run on an older commit than the reference: not a param
-    assert best_command(records) == "```bash\ndvc exp run -n best\n```"  # same params as the reference
-    records[2]["model.d_model"] = 128
-    records[2]["train.bucket_by_length"] = True
-    records[0]["train.bucket_by_length"] = False
-    assert best_command(records) == (
+def test_the_recipe_line_is_made_from_its_file_and_checked_against_the_experiment(tmp_path):
+    (tmp_path / "best.yaml").write_text("# a comment\nmodel.d_model: 128\ntrain.bucket_by_length: true\n")
+    assert recipe_block("best", tmp_path) == (
         "```bash\ndvc exp run -n best -S model.d_model=128 -S train.bucket_by_length=true\n```"
     )
+    records = experiments(exp_show())
+    records[2]["baseline"] = "0ld0c0mm1t"  # run on an older commit than the reference: not a param
+    records[2]["model.d_model"] = 128
+    records[2]["train.bucket_by_length"] = True
+    assert recipe_drift(records, "best", tmp_path) == []
+    records[2]["model.d_model"] = 96
+    assert recipe_drift(records, "best", tmp_path) == ["model.d_model: experiment 96, recipe 128"]
+    assert recipe_drift(experiments([exp_record(None)]), "best", tmp_path) == []  # no `best` here: nothing to say
+
+
+def test_the_committed_recipes_are_the_best_line_and_its_transformer_only_twin():
+    best, tf = recipes.load("best", ROOT / "recipes"), recipes.load("best-tf", ROOT / "recipes")
+    assert best["train.nb_ngrams"] == 3 and {k: v for k, v in best.items() if k != "train.nb_ngrams"} == tf
+    assert recipes.command("best", best).startswith("dvc exp run -n best -S tokenizer.max_len=256 -S ")
 
 
 def test_prepost_layers_table_compares_the_six_layer_runs_layer_by_layer(monkeypatch):
-    from scratchformer.reporting import report
+    from tools.docs import ablations as report
 
     base = {k: v for k, v in report.REFERENCE.items()}
     pre = {**base, "name": "deep-pre", "rev": "aaa", "model.n_layers": 6, "eval:validation.accuracy": 0.85}
@@ -204,3 +209,15 @@ def test_ablation_rows_average_seeds_of_one_commit_and_mark_what_exceeds_the_spr
     assert rows["post6-s*"]["delta"] == "-0.1300 *"  # far outside the spread of both
     assert rows["post2-s*"]["delta"] == "+0.0033"  # within it: no mark
     assert "post6-old" not in rows and rows["post6-s*"]["val acc values"] == [0.70, 0.71, 0.72]
+
+
+def test_the_headline_is_read_back_from_the_committed_comparison_where_experiments_are_absent():
+    from tools.docs.results import comparison_rows, headline_table, read_table
+
+    records = experiments(exp_show())
+    made = headline_table(comparison_rows(records))
+    assert headline_table(read_table(comparison_table(records))) == made  # same table either way
+    assert made.splitlines()[2:] == [
+        "| reference run (`params.yaml`) | 0.835 | 0.835 |",
+        "| [`best` recipe](recipes/best.yaml) (3 Transformers + NB member) | 0.93 | 0.93 |",
+    ]  # no NB-LR in these records, and the SVM and `wide` rows are not headline rows

@@ -1,6 +1,6 @@
 import pytest
 
-from scratchformer.reporting.seeds import seed_groups, seed_table
+from tools.docs.seeds import seed_groups, seed_table
 
 
 def record(name, seed, val, test, **params):

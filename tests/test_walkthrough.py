@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from scratchformer.config import load_params
-from scratchformer.reporting.walkthrough import loop_calling, read_input, render, tokenizer_input
+from tools.docs.walkthrough import read_input, render, tokenizer_input
+from tools.docs.walkthrough_measure import loop_calling
 
 ROOT = Path(__file__).parents[1]
 
@@ -20,7 +21,7 @@ def test_committed_walkthrough_is_current():
         given = read_input(page)
     snapshots = json.loads((ROOT / "plots" / "probe" / "snapshots.json").read_text(encoding="utf-8"))
     expected = render(params, given, snapshots, ROOT)
-    assert page == expected, "docs/walkthrough.md is stale: run python -m scratchformer.reporting.walkthrough"
+    assert page == expected, "docs/walkthrough.md is stale: run python -m tools.docs.walkthrough"
 
 
 def test_an_excerpt_that_disappears_is_an_error_not_a_silent_gap():

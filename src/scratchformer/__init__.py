@@ -12,8 +12,10 @@ The folders are the map; each is a layer that imports only the layers above it h
                  records curves and resumable state, distributed launch, diagnostics
     analysis/    what a trained model says: evaluation, acceptance checks, the probe,
                  relevance, its mistakes, predict, the n-gram baselines
-    render/      pictures and pages: curves, attention evolution, the mistakes page
-    reporting/   what asks git and dvc: review of two revisions, metrics check, seeds
+    render/      pictures and pages: curves, attention evolution, the mistakes page, the
+                 one Markdown table writer
+    reporting/   what asks git and dvc: review of two revisions, metrics check, experiment
+                 records, the recipes in recipes/
     cli.py       ``scratchformer predict | review | metrics check``
 
 The DVC stages (``stages/`` beside ``src/``) call into these; ``tools/`` writes the docs.

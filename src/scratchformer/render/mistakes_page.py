@@ -11,6 +11,7 @@ import re
 from itertools import groupby
 
 from scratchformer.analysis.mistakes import ErrorReport, Mistake, Token
+from scratchformer.render import markdown
 
 _CODE = re.compile(r"`([^`]+)`")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~-])")
@@ -66,18 +67,14 @@ def _top(m: Mistake) -> list[Token]:
 def to_markdown(report: ErrorReport) -> str:
     c = report.config
     lines = [f"# Why is it wrong: the most confident mistakes on {report.split}", "", *_describe(report), ""]
-    lines += [
-        f"## The {len(report.mistakes)} most confident mistakes",
-        "",
-        "| # | row | true | predicted | P(predicted) | most relevant | text |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for i, m in enumerate(report.mistakes, start=1):
         top = ", ".join(f"{_md(t.text)} {t.relevance:.3f}" for t in _top(m))
-        cells = [str(i), str(m.row), _md(m.true), _md(m.predicted), f"{m.probability:.4f}", top, _md_text(m.tokens)]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append([i, m.row, _md(m.true), _md(m.predicted), f"{m.probability:.4f}", top, _md_text(m.tokens)])
     if not report.mistakes:
-        lines.append("| — | | | | | | no mistakes |")
+        rows.append(["—", "", "", "", "", "", "no mistakes"])
+    header = ["#", "row", "true", "predicted", "P(predicted)", "most relevant", "text"]
+    lines += [f"## The {len(report.mistakes)} most confident mistakes", "", markdown.table(header, rows)]
     lines += [
         "",
         "## Tokens over-represented in the mistakes",
@@ -87,14 +84,13 @@ def to_markdown(report: ErrorReport) -> str:
         f"ln((c+1)/(C+2)), the log-ratio of the add-one smoothed rates; only tokens in at least {c.min_count} "
         f"mistakes, at most {c.tokens} rows, highest score first.",
         "",
-        "| token | in mistakes (m) | in correct answers (c) | score |",
-        "|---|---|---|---|",
     ]
-    lines += [f"| {_md(r.token)} | {r.in_mistakes} | {r.in_correct} | {r.score:.3f} |" for r in report.tokens]
+    rows = [[_md(r.token), r.in_mistakes, r.in_correct, f"{r.score:.3f}"] for r in report.tokens]
     if not report.tokens:
-        lines.append(
-            f"| — | no token in {c.min_count} or more mistakes is commoner there than in correct answers | | |"
+        rows.append(
+            ["—", f"no token in {c.min_count} or more mistakes is commoner there than in correct answers", "", ""]
         )
+    lines.append(markdown.table(["token", "in mistakes (m)", "in correct answers (c)", "score"], rows))
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scratchformer.render import markdown
+
 ABSENT = "absent"
 
 
@@ -56,14 +58,10 @@ class Report:
     warnings: list[str] = field(default_factory=list)  # also said on stderr by the command
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown_table(table: Table) -> str:
-    lines = ["| " + " | ".join(map(_md_cell, table.header)) + " |", "|" + "---|" * len(table.header)]
-    lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in table.rows]
-    return "\n".join(lines)
+    return markdown.table(
+        list(map(markdown.escape, table.header)), ([markdown.escape(c) for c in r] for r in table.rows)
+    )
 
 
 def _md_picture(picture: Picture) -> str:

@@ -193,7 +193,7 @@ def write_review(base: str, head: str | None, out: Path) -> Report:
 
 
 def excerpt(base: str, head: str | None, level: int = 4) -> str:
-    """The sections of a review that hold no pictures (acceptance, params, metrics), for the README."""
+    """The sections of a review that hold no pictures (acceptance, params, metrics), for docs/review.md."""
     with tempfile.TemporaryDirectory() as tmp:
         report = build(base, head, Path(tmp))
     return to_markdown(Report(report.title, report.sections[:3]), level=level)

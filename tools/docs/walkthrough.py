@@ -1,9 +1,8 @@
 """Write docs/walkthrough.md: one Chinese sentence followed from text to prediction.
 
-Run ``python -m scratchformer.reporting.walkthrough`` (``--check`` only compares).
-Every code excerpt is pulled from the library by name (``inspect`` for functions
-and classes, ``ast`` for the training step inside ``fit``), so the page cannot
-drift from the code without a test noticing. Every shape and number comes from
+Run ``python -m tools.docs.walkthrough`` (``--check`` only compares). Every code excerpt is
+pulled from the library by name (see :mod:`tools.docs.walkthrough_measure`), so the page
+cannot drift from the code without a test noticing. Every shape and number comes from
 running a model of the params' configuration, built from ``seed`` and never
 trained, on the probe sentence: the page is a function of code, params and the
 probe's token ids alone, the same whether or not a trained model is at hand.
@@ -19,30 +18,23 @@ from the committed page's own record and can check that it is current.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
 import json
 import math
 import re
 import sys
-import textwrap
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import torch
-import torch.nn.functional as F
 
 from scratchformer.config import Params, load_params
 from scratchformer.data import tokenization
 from scratchformer.model import attention, encoder, positional
 from scratchformer.model import classifier as model
+from scratchformer.render import markdown
 from scratchformer.train import loop
+from tools.docs.walkthrough_measure import code, loop_calling, measure
 
 PAGE = Path("docs/walkthrough.md")
 INPUT_MARK = "walkthrough-input"
-PROBE_LABEL = 0  # the class the page takes the probe to be: the default probe is a complaint, negative
 PICTURES = {
     "attention_heatmap.png": "Every head of the last layer after training (query rows, key columns).",
     "attention_evolution.png": "How the probe's query token attends, head 0 of the last layer, epoch by epoch.",
@@ -50,61 +42,6 @@ PICTURES = {
     "loss.png": "Loss per step and per epoch.",
     "grad_norm.png": "The global gradient norm before clipping, with the clip threshold.",
 }
-
-
-def code(obj: Any) -> str:
-    """The source of a function, class or method, dedented, in a fenced block with its file."""
-    source = textwrap.dedent(inspect.getsource(obj)).rstrip()
-    return f"`{_where(obj)}`, `{obj.__qualname__}`:\n\n```python\n{source}\n```"
-
-
-def loop_calling(func: Callable, name: str) -> str:
-    """The innermost ``for`` loop in ``func`` that calls ``name``, found with ``ast``, in a fenced block."""
-    lines, _ = inspect.getsourcelines(func)
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For) and _calls(node, name)]
-    if not loops:
-        raise LookupError(f"{func.__qualname__} has no loop calling {name}: update the walkthrough's excerpt")
-    inner = min(loops, key=lambda n: n.end_lineno - n.lineno)
-    body = textwrap.dedent("".join(lines[inner.lineno - 1 : inner.end_lineno])).rstrip()
-    return f"`{_where(func)}`, the loop in `{func.__qualname__}` that calls `{name}`:\n\n```python\n{body}\n```"
-
-
-def _calls(node: ast.AST, name: str) -> bool:
-    """Whether ``node`` holds a call of ``name`` (``name(...)`` or ``anything.name(...)``)."""
-    return any(
-        isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) == name for n in ast.walk(node)
-    )
-
-
-def _where(obj: Any) -> str:
-    package = Path(model.__file__).parents[1]  # the library folder
-    path = Path(inspect.getsourcefile(obj))
-    return "src/scratchformer/" + path.relative_to(package).as_posix() if path.is_relative_to(package) else path.name
-
-
-def shape(t: torch.Tensor) -> str:
-    return "(" + ", ".join(str(n) for n in t.shape) + ")"
-
-
-def trace(net: torch.nn.Module, ids: torch.Tensor) -> list[tuple[str, str]]:
-    """(module name, output shape) of every submodule call of one forward pass, in call order."""
-    seen: list[tuple[str, str]] = []
-    hooks = []
-    for name, module in net.named_modules():
-        if name and not isinstance(module, torch.nn.ModuleList):
-
-            def record(_module, _inputs, output, name=name):
-                outs = output if isinstance(output, tuple) else (output,)
-                seen.append((name, " and ".join(shape(o) for o in outs)))
-
-            hooks.append(module.register_forward_hook(record))
-    try:
-        net(ids)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return seen
 
 
 def read_input(page: str) -> dict:
@@ -133,53 +70,12 @@ def tokenizer_input(params: Params, root: Path = Path("."), folder: Path | None 
     }
 
 
-def measure(params: Params, given: dict) -> dict:
-    """Every number the page quotes, from a seeded, untrained model on the probe."""
-    torch.manual_seed(params.seed)
-    net = model.TransformerClassifier(params.model, given["vocab_size"], given["pad_id"])
-    ids = torch.tensor([given["ids"]])  # (1, T)
-    net.eval()
-    with torch.no_grad():
-        steps = trace(net, ids)
-        x = net.embed(ids)  # (1, T, C)
-        seen = net.inspect(ids, layer=0)
-    w = seen.attention[0]  # (H, T, T)
-    entropy = -(w * w.clamp_min(1e-12).log()).sum(-1).mean()  # nats, over heads and queries
-    label = PROBE_LABEL
-    net.train()
-    torch.manual_seed(params.seed)  # dropout's draws
-    loss = F.cross_entropy(net(ids), torch.tensor([label]))
-    loss.backward()
-    clip = params.train.grad_clip
-    norm = float(torch.nn.utils.clip_grad_norm_(net.parameters(), clip if clip > 0 else math.inf))
-    after = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in net.parameters() if p.grad is not None))
-    probabilities = seen.logits.softmax(-1)[0]
-    return {
-        "T": ids.size(1),
-        "position": net.position,
-        "steps": steps,
-        "embed_norm": float(x[0].norm(dim=-1).mean()),
-        "pe_row": [float(v) for v in net.position.pe[1, :4]] if hasattr(net.position, "pe") else None,
-        "entropy": float(entropy),
-        "log_T": math.log(ids.size(1)),
-        "max_weight": float(w.max(-1).values.mean()),
-        "pool": [float(v) for v in seen.pooling[0, :3]],
-        "logits": [float(v) for v in seen.logits[0]],
-        "probabilities": [float(v) for v in probabilities],
-        "label": label,
-        "loss": loss.item(),
-        "grad_norm": norm,
-        "grad_norm_after": after,
-    }
-
-
 def _num(x: float) -> str:
     return f"{x:.4g}"
 
 
 def _table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
-    lines = [f"| {head[0]} | {head[1]} |", "|---|---|"] + [f"| `{a}` | {b} |" for a, b in rows]
-    return "\n".join(lines)
+    return markdown.table(head, [[f"`{a}`", b] for a, b in rows])
 
 
 def render(params: Params, given: dict, snapshots: dict | None, root: Path = Path(".")) -> str:
@@ -198,6 +94,7 @@ def render(params: Params, given: dict, snapshots: dict | None, root: Path = Pat
     outer = [(n, s) for n, s in m["steps"] if not n.startswith("blocks.")]
     pooling = type(model.make_pooling(c.pooling, C))
     record = json.dumps(given, ensure_ascii=False)
+    tokens_table = markdown.table(["position", *map(str, range(T))], [["token", *tokens], ["id", *given["ids"]]])
     pe = ", ".join(_num(v) for v in m["pe_row"]) if m["pe_row"] else None
     position = positional.RotaryPositionalEncoding if c.positional == "rope" else type(m["position"])
     trained = "Train the model (`dvc repro`) to see what it makes of the sentence."
@@ -213,7 +110,7 @@ def render(params: Params, given: dict, snapshots: dict | None, root: Path = Pat
     pictures = "\n\n".join(f"![{caption}](../plots/images/{name})\n\n*{caption}*" for name, caption in PICTURES.items())
     return f"""# A guided tour: from a Chinese sentence to a prediction
 
-<!-- Generated by `python -m scratchformer.reporting.walkthrough` from the code, params.yaml and the probe
+<!-- Generated by `python -m tools.docs.walkthrough` from the code, params.yaml and the probe
 sentence; do not edit by hand (tests/test_walkthrough.py fails when it is stale). -->
 <!-- {INPUT_MARK}: {record} -->
 
@@ -233,10 +130,7 @@ The probe sentence is **{params.probe.text}** ("the hotel is well located, but t
 the service is poor"). The `bert-base-chinese` vocabulary splits Chinese into single characters and wraps
 the text in [CLS] … [SEP], so T = {T}:
 
-| position | {" | ".join(str(i) for i in range(T))} |
-|---|{"---|" * T}
-| token | {" | ".join(tokens)} |
-| id | {" | ".join(str(i) for i in given["ids"])} |
+{tokens_table}
 
 {code(tokenization.encode)}
 
@@ -366,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     page = render(params, given, snapshots)
     if args.check:
         current = PAGE.is_file() and PAGE.read_text(encoding="utf-8") == page
-        print(f"{PAGE} is {'current' if current else 'stale: run python -m scratchformer.reporting.walkthrough'}")
+        print(f"{PAGE} is {'current' if current else 'stale: run python -m tools.docs.walkthrough'}")
         return 0 if current else 1
     PAGE.parent.mkdir(parents=True, exist_ok=True)
     PAGE.write_text(page, encoding="utf-8")

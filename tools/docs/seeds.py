@@ -3,7 +3,7 @@
 A queued sweep such as ``dvc exp run --queue -S 'seed=42,43,44' -S model.n_layers=4``
 gives runs whose params are equal except for ``seed``; their spread is what one run's
 accuracy can move by chance. :func:`seed_groups` collects them from the records of
-``dvc exp show`` (see :func:`scratchformer.reporting.report.experiments`) and
+``dvc exp show`` (see :func:`scratchformer.reporting.experiments.experiments`) and
 :func:`seed_table` writes mean ± sample standard deviation, min and max.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import statistics
 from typing import Any
+
+from scratchformer.render import markdown
 
 METRICS = {"validation": "eval:validation.accuracy", "test": "eval:test.accuracy"}
 
@@ -57,12 +59,14 @@ def seed_table(groups: list[dict[str, Any]], labels: dict[tuple, str] | None = N
     def cell(stats: dict[str, float]) -> str:
         return f"{stats['mean']:.4f} ± {stats['std']:.4f} ({stats['min']:.4f}–{stats['max']:.4f})"
 
-    lines = [
-        "| runs | seeds | validation accuracy, mean ± std (min–max) | test accuracy, mean ± std (min–max) |",
-        "|---|---|---|---|",
+    header = ["runs", "seeds", "validation accuracy, mean ± std (min–max)", "test accuracy, mean ± std (min–max)"]
+    rows = [
+        [
+            ", ".join(f"`{n}`" for n in g["names"]),
+            ", ".join(str(s) for s in g["seeds"]),
+            cell(g["validation"]),
+            cell(g["test"]),
+        ]
+        for g in groups
     ]
-    for g in groups:
-        label = ", ".join(f"`{n}`" for n in g["names"])
-        seeds = ", ".join(str(s) for s in g["seeds"])
-        lines.append(f"| {label} | {seeds} | {cell(g['validation'])} | {cell(g['test'])} |")
-    return "\n".join(lines)
+    return markdown.table(header, rows)

@@ -1,0 +1,37 @@
+"""Markdown tables and generated blocks: the one writer every page, report and benchmark uses.
+
+A table is a header and rows of cells that are already Markdown (code spans, bold, links);
+:func:`escape` makes plain text safe inside a cell. A generated block is the text between
+``<!-- name:start -->`` and ``<!-- name:end -->``, rewritten by :func:`replace_block`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+
+def escape(text: str) -> str:
+    """Plain text as one table cell: a ``|`` would end the cell, a newline the row."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A Markdown table; cells are written as given (``str()`` of non-strings), one row per line."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def replace_block(text: str, name: str, content: str) -> str:
+    """``text`` with the block ``name`` holding ``content``; a missing block is a ValueError."""
+    pattern = re.compile(rf"(<!-- {re.escape(name)}:start -->\n).*?(<!-- {re.escape(name)}:end -->)", re.S)
+    if not pattern.search(text):
+        raise ValueError(f"no <!-- {name}:start --> … <!-- {name}:end --> block to fill")
+    return pattern.sub(lambda m: m.group(1) + content.rstrip() + "\n" + m.group(2), text)
+
+
+def block(text: str, name: str) -> str | None:
+    """The content of the block ``name`` in ``text`` (None when there is none)."""
+    found = re.search(rf"<!-- {re.escape(name)}:start -->\n(.*?)<!-- {re.escape(name)}:end -->", text, re.S)
+    return found.group(1) if found else None

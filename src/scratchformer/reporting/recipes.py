@@ -1,0 +1,39 @@
+"""Named recipes: ``recipes/<name>.yaml`` holds the ``-S`` overrides of ``dvc exp run -n <name>``.
+
+The docs print the command from the file and the GPU check runs it, so neither parses the
+other: the file is the one place a recipe is written down.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+FOLDER = Path("recipes")
+
+
+def load(name: str, folder: Path = FOLDER) -> dict[str, object]:
+    """The overrides of recipe ``name``, in file order: {"train.epochs": 7, …}."""
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"no recipe {name!r}: {path} does not exist")
+    overrides = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(overrides, dict) or not all(isinstance(k, str) for k in overrides):
+        raise ValueError(f"{path}: a recipe is a mapping of dotted params keys to values")
+    return overrides
+
+
+def value(v: object) -> str:
+    """A value as ``dvc exp run -S`` takes it (YAML's true/false, not Python's)."""
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def settings(overrides: dict[str, object]) -> list[str]:
+    """``["train.epochs=7", …]``: the arguments that follow each ``-S``."""
+    return [f"{k}={value(v)}" for k, v in overrides.items()]
+
+
+def command(name: str, overrides: dict[str, object]) -> str:
+    """``dvc exp run -n NAME -S k=v …``."""
+    return " ".join([f"dvc exp run -n {name}", *(f"-S {s}" for s in settings(overrides))])

@@ -1,0 +1,50 @@
+"""The README is a front door and the docs hold together: size, links, generated blocks."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tools.docs import pages
+
+ROOT = Path(__file__).parents[1]
+README_LIMIT = 15_000  # bytes: what it is, results, quick start, three DVC verbs, links; the manual is in docs/
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def links(text: str) -> list[str]:
+    """The targets of the Markdown links and images of ``text`` outside fenced code."""
+    return LINK.findall(FENCE.sub("", text))
+
+
+def test_the_readme_fits_on_a_few_screens():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= README_LIMIT, f"README.md is {size:,} bytes; move detail to docs/ (limit {README_LIMIT:,})"
+
+
+@pytest.mark.parametrize("page", pages.pages(ROOT), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_resolves_to_a_file(page):
+    broken = []
+    for target in links(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a web address, or an anchor on the same page
+        path = (page.parent / target.split("#")[0]).resolve()
+        if not path.exists():
+            broken.append(target)
+    assert broken == [], f"{page.relative_to(ROOT)} links to what is not there: {broken}"
+
+
+def test_every_generated_block_has_a_generator():
+    known = {"results", "timing", "headline", "comparison", "members", "seeds", "review", "predict"}
+    known |= set(pages.WRITTEN_ELSEWHERE)
+    for page in pages.pages(ROOT):
+        for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
+            assert name in known or name.startswith("recipe-"), f"{page.name}: no generator for block {name}"
+
+
+def test_the_predict_example_is_left_as_committed_without_a_model_and_must_show_its_command(tmp_path):
+    text = "<!-- predict:start -->\n```console\n$ scratchformer predict 服务很差\n<label>\n```\n<!-- predict:end -->\n"
+    assert pages.predict_block(text, tmp_path) is None  # no models/model.pt: never an invented answer
+    with pytest.raises(ValueError, match="must show a `\\$ scratchformer predict"):
+        pages.predict_block("<!-- predict:start -->\nnothing\n<!-- predict:end -->\n", tmp_path)

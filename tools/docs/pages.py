@@ -1,0 +1,145 @@
+"""Which generated block comes from what, and filling every page that holds one.
+
+A page (README.md, docs/*.md) marks a generated block with ``<!-- name:start -->`` …
+``<!-- name:end -->``; :func:`update` rewrites every block it knows in every page it is given,
+wherever the block sits, so moving text between pages needs no change here. Experiments are
+local git refs: a clone that has not run (or pulled) them keeps the blocks made from them as
+committed rather than erasing them; the README's headline table is then read back from the
+committed comparison table.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from scratchformer.files import write_text
+from scratchformer.render import markdown
+from scratchformer.reporting.commands import dvc_json, run
+from scratchformer.reporting.experiments import experiments, workspace_metrics
+from tools.docs import results
+from tools.docs.seeds import seed_groups, seed_table
+
+# Blocks that other commands write; `readme` leaves them as they are.
+WRITTEN_ELSEWHERE = {
+    "ablations": "python -m tools.docs.report ablations",
+    "layers": "python -m tools.docs.report layers",
+    "scale": "python benchmarks/scale.py --doc docs/corpus.md",
+    "scale-out": "python benchmarks/scale_out.py --doc docs/scale-out.md",
+    "gpu": "python benchmarks/gpu_check.py --doc docs/scale-out.md",
+}
+BLOCK = re.compile(r"<!-- ([\w-]+):start -->")
+
+
+def pages(root: Path = Path(".")) -> list[Path]:
+    """README.md and every page under docs/."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+class Sources:
+    """What the blocks are made from, each asked of DVC once, and only when a page needs it."""
+
+    def __init__(self, root: Path = Path(".")) -> None:
+        self.root = root
+
+    @functools.cached_property
+    def metrics(self) -> dict:
+        return workspace_metrics(dvc_json("metrics", "show"))
+
+    @functools.cached_property
+    def records(self) -> list[dict]:
+        return experiments(dvc_json("exp", "show", "--all-commits"))
+
+    @functools.cached_property
+    def has_best(self) -> bool:
+        found = results.reference_and_best(self.records)[1] is not None
+        if not found:
+            print("no `best` experiment here (dvc exp pull it, or run it): its blocks left as committed")
+        return found
+
+    def committed_comparison(self) -> list[dict]:
+        for page in pages(self.root):
+            table = markdown.block(page.read_text(encoding="utf-8"), "comparison")
+            if table is not None:
+                return results.read_table(table)
+        raise ValueError("no page holds a <!-- comparison:start --> block to read the headline from")
+
+
+def make(name: str, text: str, src: Sources) -> str | None:
+    """The content of block ``name`` of a page reading ``text``; None: leave it as committed."""
+    if name == "results":
+        return results.results_table(src.metrics)
+    if name == "timing":
+        return results.timing_line(src.root / "benchmarks/results/pipeline_time.json")
+    if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
+        return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
+    if name == "headline":
+        rows = results.comparison_rows(src.records) if src.has_best else src.committed_comparison()
+        return results.headline_table(rows)
+    if name == "comparison":
+        return results.comparison_table(src.records) if src.has_best else None
+    if name == "members":
+        return results.members_line(src.records) if src.has_best else None
+    if name == "seeds":  # the recipes' seeds only; docs/ablations.md averages the shape ablations' seeds
+        groups = [g for g in seed_groups(src.records) if any(n.startswith("best") for n in g["names"])]
+        if not groups:
+            print("no experiments here that differ only in seed: seeds block left as committed")
+        return seed_table(groups) if groups else None
+    if name == "review":
+        return review_block(text)
+    if name == "predict":
+        return predict_block(text, src.root)
+    if name in WRITTEN_ELSEWHERE:
+        return None
+    raise ValueError(f"unknown generated block <!-- {name}:start -->: no generator makes it")
+
+
+REVIEW_COMMAND = re.compile(r"scratchformer review (\S+)(?: (\S+))?")
+
+
+def review_block(text: str) -> str:
+    """The example review, made again: the command the block shows, then its report's tables."""
+    from scratchformer.reporting.review import excerpt
+
+    command = REVIEW_COMMAND.search(markdown.block(text, "review") or "")
+    if command is None:
+        raise ValueError("the <!-- review:start --> block must show a `scratchformer review BASE [HEAD]` command")
+    base, head = command.groups()
+    return f"```bash\n{command.group(0)}\n```\n\n" + excerpt(base, head)
+
+
+PREDICT_COMMAND = re.compile(r"^\$ (scratchformer predict .*)$", re.M)
+
+
+def predict_block(text: str, root: Path) -> str | None:
+    """The example prediction, run again on the trained model: the command the block shows and what it printed.
+
+    None (left as committed) where no model has been trained or pulled.
+    """
+    command = PREDICT_COMMAND.search(markdown.block(text, "predict") or "")
+    if command is None:
+        raise ValueError("the <!-- predict:start --> block must show a `$ scratchformer predict …` line")
+    if not (root / "models" / "model.pt").is_file():
+        print("no models/model.pt here (dvc repro, or dvc pull): predict block left as committed")
+        return None
+    words = shlex.split(command.group(1))[2:]
+    printed = run(sys.executable, "-m", "scratchformer", "predict", *words, cwd=root)
+    return f"```console\n$ {command.group(1)}\n{printed.rstrip()}\n```"
+
+
+def update(paths: list[Path], src: Sources) -> list[Path]:
+    """Rewrite every known block of ``paths``; the pages that changed."""
+    changed = []
+    for path in paths:
+        before = text = path.read_text(encoding="utf-8")
+        for name in BLOCK.findall(before):
+            content = make(name, text, src)
+            if content is not None:
+                text = markdown.replace_block(text, name, content)
+        if text != before:
+            write_text(path, text)
+            changed.append(path)
+    return changed

@@ -1,0 +1,184 @@
+"""The results blocks: the metrics of the committed params, the comparison with the recipes and
+the n-gram baselines, the recipes' command lines, the ensemble members, the pipeline's timing.
+
+Each function turns what DVC printed (flattened by ``scratchformer.reporting.experiments``)
+into one block's Markdown; :mod:`tools.docs.pages` decides which page holds it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from scratchformer.render import markdown
+from scratchformer.reporting import recipes
+from scratchformer.reporting.page import fmt
+
+RESULT_ROWS = [
+    ("validation accuracy", "eval:validation.accuracy"),
+    ("validation F1", "eval:validation.f1"),
+    ("test accuracy", "eval:test.accuracy"),
+    ("test F1", "eval:test.f1"),
+    ("attention max abs error vs PyTorch", "eval:acceptance.attention_max_abs_err"),
+    ("causal-mask leak", "eval:acceptance.causal_mask_leak"),
+    ("padding leak", "eval:acceptance.padding_leak"),
+    ("padding comparisons made", "eval:acceptance.padding_leak_checked"),
+    ("acceptance passed", "eval:acceptance.passed"),
+    ("n-gram baseline validation accuracy", "baseline:baseline.validation.accuracy"),
+    ("n-gram baseline test accuracy", "baseline:baseline.test.accuracy"),
+    ("n-gram linear SVM validation accuracy", "baseline:svm.validation.accuracy"),
+    ("n-gram linear SVM test accuracy", "baseline:svm.test.accuracy"),
+    ("n-gram NB-LR validation accuracy", "baseline:nblr.validation.accuracy"),
+    ("n-gram NB-LR test accuracy", "baseline:nblr.test.accuracy"),
+    ("best epoch (lowest validation loss)", "train:best_epoch"),
+    ("parameters", "train:parameters"),
+]
+
+
+def results_table(metrics: dict[str, Any]) -> str:
+    """Every headline metric of the workspace (``dvc metrics show``), one per row."""
+    return markdown.table(
+        ["metric", "value"], [[label, fmt(metrics[key])] for label, key in RESULT_ROWS if key in metrics]
+    )
+
+
+def records_table(records: list[dict], columns: list[tuple[str, str]]) -> str:
+    """One row per record, one column per (label, key); cells through :func:`fmt`."""
+    return markdown.table([label for label, _ in columns], [[fmt(r.get(key)) for _, key in columns] for r in records])
+
+
+COMPARISON_COLUMNS = [
+    ("configuration", "label"),
+    ("validation accuracy", "eval:validation.accuracy"),
+    ("test accuracy", "eval:test.accuracy"),
+    ("parameters", "train:parameters"),
+]
+COMPARED = ("best-tf", "best-wide", "wide")  # further experiments the comparison shows when they exist
+BASELINES = {  # metrics/baseline.json section -> its row's label
+    "baseline": "char 1–3-gram TF-IDF + logistic regression",
+    "svm": "char 1–3-gram TF-IDF + linear SVM",
+    "nblr": "char 1–3-gram NB-LR (Naive-Bayes-scaled presence + logistic regression)",
+}
+STRONGEST = "nblr"  # the n-gram baseline the recipes are measured against
+
+
+def reference_and_best(records: list[dict], best_name: str = "best") -> tuple[dict | None, dict | None]:
+    """The newest evaluated non-best record (the committed params) and the experiment named ``best_name``."""
+    head = next((r for r in records if r["name"] != best_name and r.get("eval:test.accuracy") is not None), None)
+    best = next((r for r in records if r["name"] == best_name), None)
+    return head, best
+
+
+def comparison_rows(records: list[dict], best_name: str = "best", also: tuple[str, ...] = COMPARED) -> list[dict]:
+    """The reference run (the committed params), the best experiment (and ``also``), and the n-gram baselines."""
+    head, best = reference_and_best(records, best_name)
+    rows = []
+    if head:
+        rows.append({**head, "label": "reference (params.yaml)"})
+    if best:
+        rows.append({**best, "label": f"`{best_name}` experiment"})
+    for name in also:
+        record = next((r for r in records if r["name"] == name and r.get("eval:test.accuracy") is not None), None)
+        if record:
+            rows.append({**record, "label": f"`{name}` experiment"})
+    for section, label in BASELINES.items():
+        if head and f"baseline:{section}.validation.accuracy" in head:
+            rows.append(
+                {
+                    "label": label,
+                    "eval:validation.accuracy": head[f"baseline:{section}.validation.accuracy"],
+                    "eval:test.accuracy": head[f"baseline:{section}.test.accuracy"],
+                }
+            )
+    return rows
+
+
+def comparison_table(records: list[dict], best_name: str = "best", also: tuple[str, ...] = COMPARED) -> str:
+    return records_table(comparison_rows(records, best_name, also), COMPARISON_COLUMNS)
+
+
+HEADLINE = {  # the comparison's rows the README shows, and how it names them
+    "reference (params.yaml)": "reference run (`params.yaml`)",
+    "`best` experiment": "[`best` recipe](recipes/best.yaml) (3 Transformers + NB member)",
+    "`best-tf` experiment": "[`best-tf` recipe](recipes/best-tf.yaml) (Transformers only)",
+    BASELINES[STRONGEST]: "char 1–3-gram NB-LR (strongest n-gram baseline)",
+}
+
+
+def headline_table(comparison: list[dict]) -> str:
+    """The README's table: reference, recipes and the strongest n-gram baseline, from the comparison's rows.
+
+    ``comparison`` holds rows of :func:`comparison_rows`, or of the committed comparison
+    block read back (:func:`read_table`) where the experiments are not at hand.
+    """
+    rows = [
+        [HEADLINE[r["label"]], fmt(r.get("eval:validation.accuracy")), fmt(r.get("eval:test.accuracy"))]
+        for r in comparison
+        if r["label"] in HEADLINE
+    ]
+    return markdown.table(["run", "validation accuracy", "test accuracy"], rows)
+
+
+def read_table(block: str, columns: list[tuple[str, str]] = COMPARISON_COLUMNS) -> list[dict]:
+    """A generated table read back into rows keyed like the records (numbers as numbers)."""
+
+    def number(cell: str) -> Any:
+        try:
+            return float(cell)
+        except ValueError:
+            return cell
+
+    lines = [line for line in block.strip().splitlines() if line.startswith("|")][2:]
+    rows = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in lines]
+    return [{key: (c if key == "label" else number(c)) for (_, key), c in zip(columns, r, strict=True)} for r in rows]
+
+
+def recipe_block(name: str, folder: Path = recipes.FOLDER) -> str:
+    """The recipe's command line, from ``recipes/<name>.yaml``."""
+    return "```bash\n" + recipes.command(name, recipes.load(name, folder)) + "\n```"
+
+
+def recipe_drift(records: list[dict], name: str, folder: Path = recipes.FOLDER) -> list[str]:
+    """Where the experiment ``name`` differs from the committed params plus its recipe file ("" when it agrees)."""
+    head, run = reference_and_best(records, name)
+    if head is None or run is None:
+        return []
+    expected = {**{k: v for k, v in head.items() if ":" not in k}, **recipes.load(name, folder)}
+    return [
+        f"{k}: experiment {run.get(k)!r}, recipe {v!r}"
+        for k, v in expected.items()
+        if k not in ("name", "rev", "baseline") and run.get(k) != v
+    ]
+
+
+def members_line(records: list[dict], best_name: str = "best") -> str:
+    """The validation accuracy of each member of the best experiment's ensemble on its own."""
+    _, best = reference_and_best(records, best_name)
+    prefix = "train:member_val_accuracy."
+    own = [fmt(v) for k, v in sorted((best or {}).items()) if k.startswith(prefix)]
+    if not own:
+        return "The `best` experiment is a single model."
+    ensemble = fmt(best.get("eval:validation.accuracy"))
+    nb = best.get("train:nb_val_accuracy")
+    if nb is None:
+        return (
+            f"Validation accuracy of each ensemble member on its own: {', '.join(own)}; of their average: {ensemble}."
+        )
+    return (
+        f"Validation accuracy of each Transformer member on its own: {', '.join(own)}; of the NB member alone: "
+        f"{fmt(nb)}; of the ensemble (½ the Transformers' mean probability, ½ the NB member's): {ensemble}."
+    )
+
+
+def timing_line(path: Path = Path("benchmarks/results/pipeline_time.json")) -> str | None:
+    """What ``benchmarks/pipeline_time.py`` measured (None before it has run)."""
+    if not path.is_file():
+        return None
+    t = json.loads(path.read_text(encoding="utf-8"))
+    return (
+        f"Measured by `benchmarks/pipeline_time.py` on {t['cpus']} {t['machine']} CPU cores: "
+        f"a full `dvc repro --force` takes {t['full_repro_seconds']:.0f} s "
+        f"(training {t['train_seconds']:.0f} s of it); "
+        f"a no-op `dvc repro` takes {t['noop_repro_seconds']:.1f} s."
+    )
