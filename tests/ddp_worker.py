@@ -1,4 +1,4 @@
-"""One rank of a data-parallel training run, for tests/test_distributed.py (started through torchrun).
+"""One rank of a data-parallel training run, for tests/train/test_distributed.py (started through torchrun).
 
     python -m ddp_worker OUT [--fail-rank R] [--precision P] [--log-every N] [--mlm]
 

@@ -3,7 +3,7 @@
 import math
 
 import torch
-from test_model import VOCAB, make, sentences
+from test_classifier import VOCAB, make, sentences
 
 from scratchformer.analysis.acceptance import padding_leak
 from scratchformer.model.classifier import Ensemble

@@ -76,7 +76,7 @@ def test_a_killed_run_resumes_and_ends_byte_identical(tmp_path):
 
 
 def test_partial_files_of_a_kill_are_ignored_by_git():
-    root = Path(__file__).parents[1]
+    root = Path(__file__).parents[2]
     for partial in ("models/.model.pt.x1y2.tmp", "metrics/.eval.json.abc.tmp", "checkpoints/train.pt"):
         assert subprocess.run(["git", "check-ignore", "-q", partial], cwd=root).returncode == 0, partial
 

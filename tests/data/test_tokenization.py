@@ -117,7 +117,7 @@ def test_from_sequences_and_batch_by_index():
     assert split.sequence(0).tolist() == [5, 6, 7]
 
 
-REAL = Path(__file__).parents[1]
+REAL = Path(__file__).parents[2]
 CORPUS, VOCAB = REAL / "lansinuote" / "ChnSentiCorp", REAL / "bert-base-chinese"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
 
 

@@ -17,7 +17,7 @@ from scratchformer.model.checkpoint import load_checkpoint
 from scratchformer.model.classifier import Ensemble
 from scratchformer.reporting.experiments import experiments
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.slow
 
 

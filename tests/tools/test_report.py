@@ -9,7 +9,7 @@ from scratchformer.reporting.page import fmt
 from tools.docs.ablations import ablation_groups, ablation_rows, ablation_tables
 from tools.docs.results import comparison_table, members_line, recipe_block, recipe_drift, results_table
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 def metrics_show(acc=0.85):

@@ -17,7 +17,7 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.resume import load_state, save_state
 from stages import run_stage
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 def download(tmp_path, params: dict, *extra: str, **env: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ from scratchformer.config import load_params
 from tools.docs.walkthrough import read_input, render, tokenizer_input
 from tools.docs.walkthrough_measure import loop_calling
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 def test_committed_walkthrough_is_current():

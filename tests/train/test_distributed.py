@@ -17,8 +17,8 @@ from scratchformer.train.classify import fit
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.loop import Loop, autocast
 
-ROOT = Path(__file__).parents[1]
-sys.path.insert(0, str(Path(__file__).parent))
+ROOT = Path(__file__).parents[2]
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import ddp_worker  # noqa: E402  (tests/ddp_worker.py: one rank of a run, started through torchrun)
 
 

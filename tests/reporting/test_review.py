@@ -23,7 +23,7 @@ from scratchformer.reporting.review import (
 
 LABELS = ("main", "workspace")
 PNG = b"\x89PNG\r\n\x1a\n"
-SRC = Path(__file__).parents[1] / "src" / "scratchformer"
+SRC = Path(__file__).parents[2] / "src" / "scratchformer"
 
 
 def test_change_is_absolute_and_relative_and_empty_when_meaningless():

@@ -7,7 +7,7 @@ import pytest
 
 from tools.docs import pages
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 README_LIMIT = 15_000  # bytes: what it is, results, quick start, three DVC verbs, links; the manual is in docs/
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
