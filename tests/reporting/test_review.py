@@ -386,3 +386,22 @@ def test_example_workflow_keeps_github_expressions_out_of_shell_lines():
     (review,) = [s for s in steps if s.get("run", "").startswith("scratchformer review")]
     assert review["env"] == {"BASE_REF": "${{ github.base_ref }}"}
     assert review["run"] == 'scratchformer review "origin/$BASE_REF"'
+
+
+def test_pictures_dvc_reports_under_commit_ids_are_shown_under_the_names_given(tmp_path, monkeypatch):
+    """dvc answers in the commit ids it was given; the pictures must still pair with the reader's names."""
+    from scratchformer.reporting import review
+
+    sha = git_repo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    picture = tmp_path / "confusion.png"
+    picture.write_bytes(b"\x89PNG" + bytes(2000))
+    plots = {
+        "data": {"plots/images/confusion_validation.png": [{"type": "image", "revisions": [sha], "url": str(picture)}]}
+    }
+    monkeypatch.setattr(review, "dvc_json", lambda *args: plots if args[0] == "plots" else {})
+    report = review.build("lr-sweep-1", None, tmp_path / "images")
+    (confusion,) = [s for s in report.sections if s.title == "Confusion matrices"]
+    (shown,) = confusion.pictures
+    assert dict(shown.panels)["lr-sweep-1"] is not None  # the base's picture, found by its name
+    assert (tmp_path / "images" / dict(shown.panels)["lr-sweep-1"]).read_bytes() == picture.read_bytes()

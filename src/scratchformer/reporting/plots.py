@@ -12,6 +12,7 @@ import copy
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 from scratchformer.reporting.page import ABSENT, Picture, Section
 
@@ -53,6 +54,16 @@ def _revisions(entry: dict) -> list[str]:
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg")
+
+
+def relabel(found: Any, names: dict[str, str]) -> Any:
+    """``dvc plots diff --json`` output with each revision dvc was given (a commit id) renamed
+    to what the user called it, wherever dvc repeats it (revisions, each data row's ``rev``)."""
+    if isinstance(found, dict):
+        return {key: relabel(value, names) for key, value in found.items()}
+    if isinstance(found, list):
+        return [relabel(value, names) for value in found]
+    return names.get(found, found) if isinstance(found, str) else found
 
 
 def render_plots(plots: dict, labels: tuple[str, str], images: Path) -> list[Section]:

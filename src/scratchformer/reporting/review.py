@@ -21,7 +21,7 @@ from typing import Any
 from scratchformer.files import atomic_dir, write_text
 from scratchformer.reporting.commands import ReportError, dvc_json, resolve_revision
 from scratchformer.reporting.page import ABSENT, Report, Section, Table, fmt, to_html, to_markdown
-from scratchformer.reporting.plots import render_plots
+from scratchformer.reporting.plots import relabel, render_plots
 
 WORKSPACE = "workspace"
 
@@ -171,7 +171,8 @@ def build(base: str, head: str | None, images: Path) -> Report:
     labels = (base, head or WORKSPACE)
     params = rows(dvc_json("params", "diff", *revs, "--all"))
     metrics = rows(dvc_json("metrics", "diff", *revs, "--all"))
-    plots = dvc_json("plots", "diff", *revs, "-o", str(images / ".dvc-plots"))
+    names = dict(zip(revs, labels[: len(revs)], strict=True))  # the workspace is dvc's "workspace" already
+    plots = relabel(dvc_json("plots", "diff", *revs, "-o", str(images / ".dvc-plots")), names)
     sections = [
         acceptance_section(metrics, params, labels),
         params_section(params, labels),
