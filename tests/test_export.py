@@ -197,3 +197,11 @@ def test_no_folder_is_a_clear_error(tmp_path):
         Predictor.from_pretrained(tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match="no model folder"):
         load_folder(tmp_path / "nowhere")
+
+
+def test_a_checkpoint_given_as_a_folder_says_how_to_load_it(trained):
+    model_path, _ = trained
+    with pytest.raises(ValueError, match="is a checkpoint, not a model folder"):
+        Predictor.from_pretrained(model_path)
+    with pytest.raises(ValueError, match="give the tokenizer folder too"):
+        Predictor(model_path)

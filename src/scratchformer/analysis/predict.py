@@ -84,6 +84,8 @@ class Predictor:
         It reads JSON and safetensors only: no pickle, so no code from the folder runs.
         """
         folder = Path(folder)
+        if folder.is_file():
+            raise ValueError(f"{folder} is a checkpoint, not a model folder: use Predictor({folder}, tokenizer)")
         if not folder.is_dir():
             raise FileNotFoundError(f"no model folder at {folder}; run `dvc repro` first (the export stage writes it)")
         return cls(folder, None, device)
