@@ -10,6 +10,7 @@ def test_predict_help_names_the_default_model_and_tokenizer(capsys):
         main(["predict", "--help"])
     assert done.value.code == 0
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines where it likes
-    assert "--model MODEL checkpoint written by the train stage (default: models/model.pt)" in text
+    assert "--model MODEL checkpoint written by the train stage, or the model folder" in text
+    assert "(models/scratchformer) (default: models/model.pt)" in text
     assert "--tokenizer TOKENIZER tokenizer folder the model was trained with" in text
-    assert "(default: data/tokenizer)" in text
+    assert "(default: the model folder's own; for a checkpoint, data/tokenizer, from the tokenize stage)" in text

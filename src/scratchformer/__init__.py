@@ -5,7 +5,7 @@ The folders are the map; each is a layer that imports only the layers above it h
     config.py    the one reader of params.yaml: frozen sections that refuse bad values by key
     files.py     atomic writes: a killed stage never leaves half a file
     model/       the network: attention, positions, encoder block, pooling, n-grams, the
-                 classifier (and its NB member), checkpoints
+                 classifier (and its NB member), checkpoints, the exported folder (safetensors)
     data/        a labelled corpus into one shape: hub or folder, ingest, splits, labels,
                  fingerprints of the inputs, tokenization into flat ids
     train/       the loop, its two objectives (classification, masked LM), the run that
@@ -13,7 +13,7 @@ The folders are the map; each is a layer that imports only the layers above it h
     analysis/    what a trained model says: evaluation, acceptance checks, the probe,
                  relevance, its mistakes, predict, the n-gram baselines
     render/      pictures and pages: curves, attention evolution, the mistakes page, the
-                 one Markdown table writer
+                 model card, the one Markdown table writer
     reporting/   what asks git and dvc: review of two revisions, metrics check, experiment
                  records, the recipes in recipes/
     cli.py       ``scratchformer predict | review | metrics check``

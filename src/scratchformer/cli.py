@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from scratchformer.analysis.predict import Prediction
 
 BATCH_SIZE = 64  # texts predicted together: memory is one batch's, however long the input
+DEFAULT_TOKENIZER = "data/tokenizer"  # the tokenize stage's, for a .pt checkpoint
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: how a shell reports a writer whose reader went away
 
 
@@ -102,7 +103,8 @@ def predict_main(args: argparse.Namespace) -> int:
             if len(texts) > MAX_PLOTTED:
                 given = len(args.texts) if args.texts else "more"
                 raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {given}")
-        predictor = Predictor(args.model, args.tokenizer, pick_device(args.device))
+        tokenizer = args.tokenizer or (None if args.model.is_dir() else Path(DEFAULT_TOKENIZER))
+        predictor = Predictor(args.model, tokenizer, pick_device(args.device))
         # The picture needs every token's relevance; the printed answer keeps the top ones.
         batches = predictor.stream(texts, top_k=None if args.plot else args.top, batch_size=args.batch_size)
         first = next(batches, None)
@@ -163,12 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("predict", help="classify texts (arguments, or one per line on stdin, answered as it is read)")
     p.add_argument("texts", nargs="*", help="texts to classify; none = read stdin")
     p.add_argument(
-        "--model", default="models/model.pt", help="checkpoint written by the train stage (default: %(default)s)"
+        "--model",
+        type=Path,
+        default=Path("models/model.pt"),
+        help="checkpoint written by the train stage, or the model folder written by the export stage "
+        "(models/scratchformer) (default: %(default)s)",
     )
     p.add_argument(
         "--tokenizer",
-        default="data/tokenizer",
-        help="tokenizer folder the model was trained with, from the tokenize stage (default: %(default)s)",
+        type=Path,
+        help="tokenizer folder the model was trained with (default: the model folder's own; "
+        f"for a checkpoint, {DEFAULT_TOKENIZER}, from the tokenize stage)",
     )
     p.add_argument("--top", type=at_least_one, default=5, help="how many driving tokens to show (default: %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps, or auto")

@@ -13,8 +13,10 @@ import pytest
 import yaml
 from fixtures import write_corpus, write_tokenizer
 
+from scratchformer.analysis.predict import Predictor
 from scratchformer.model.checkpoint import load_checkpoint
 from scratchformer.model.classifier import Ensemble
+from scratchformer.model.export import load_folder
 from scratchformer.reporting.experiments import experiments
 
 ROOT = Path(__file__).parents[2]
@@ -125,6 +127,20 @@ def test_repro_writes_every_output(repo):
     assert "<!DOCTYPE html>" in (repo / "plots" / "errors" / "validation.html").read_text(encoding="utf-8")
 
 
+def test_export_writes_a_folder_that_predicts_like_the_checkpoint(repo):
+    folder = repo / "models" / "scratchformer"
+    names = {p.name for p in folder.iterdir()}
+    assert {"model.safetensors", "config.json", "README.md", "tokenizer.json", "tokenizer_config.json"} <= names
+    texts = ["服务很差，房间太脏。", "房间很好，服务不错。"]
+    from_folder = Predictor.from_pretrained(folder).predict(texts)
+    from_checkpoint = Predictor(repo / "models" / "model.pt", repo / "data" / "tokenizer").predict(texts)
+    assert from_folder == from_checkpoint
+    evaluation = json.loads((repo / "metrics" / "eval.json").read_text())
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"| validation | {evaluation['validation']['accuracy']:.4f} |" in card
+    assert f"| test | {evaluation['test']['accuracy']:.4f} |" in card and "| train rows | 240 |" in card
+
+
 def test_metrics_and_plots_commands_work(repo):
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], repo))[""]["data"]
     written = json.loads((repo / "metrics" / "eval.json").read_text())
@@ -195,7 +211,7 @@ def test_a_diverging_run_fails_train_and_writes_no_model(repo, tmp_path):
         cmd += [flag, str(tmp_path / name)]
     result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     assert result.returncode != 0
-    assert "train: training diverged in member 0, epoch 1" in result.stderr
+    assert "error: training diverged in member 0, epoch 1" in result.stderr
     assert not (tmp_path / "m.pt").exists() and not (tmp_path / "t.json").exists()
     assert not (tmp_path / "state.pt").exists()  # it failed inside the first epoch: nothing to resume
 
@@ -205,11 +221,14 @@ def test_model_experiment_skips_download_and_tokenize(repo):
     assert "Running stage 'train'" in out
     assert "Running stage 'download'" not in out and "Running stage 'tokenize'" not in out
     assert "Running stage 'evaluate'" in out and "Running stage 'visualize'" in out
+    assert "Running stage 'export'" in out
     shown = run(["dvc", "exp", "show", "--json"], repo)
     assert "n_layers" in shown
     # The ensemble: two members in the checkpoint, each member's own accuracy in the metrics.
     model, _ = load_checkpoint(repo / "models" / "model.pt")
     assert isinstance(model, Ensemble) and len(model.members) == 2 and model.config.n_layers == 1
+    exported, _ = load_folder(repo / "models" / "scratchformer")  # export ran again on the new model
+    assert isinstance(exported, Ensemble) and len(exported.members) == 2 and exported.config.n_layers == 1
     train = json.loads((repo / "metrics" / "train.json").read_text())
     assert train["ensemble"] == 2 and set(train["member_val_accuracy"]) == {"0", "1"}
     assert (repo / "dvclive" / "plots" / "metrics" / "member1" / "epoch" / "val_accuracy.tsv").is_file()

@@ -16,7 +16,8 @@ import torch
 
 from scratchformer.analysis.relevance import explain
 from scratchformer.data.tokenization import encode, load_tokenizer, pad_batch
-from scratchformer.model.checkpoint import class_names, load_checkpoint
+from scratchformer.model.checkpoint import CorruptFileError, class_names, load_checkpoint, restore
+from scratchformer.model.export import TOKENIZER_CONFIG, load_folder
 
 # Zero-width space, non-joiner, joiner, word joiner and the byte-order mark: invisible,
 # not whitespace to str.strip, and dropped by the tokenizer, so a text of only these is blank.
@@ -47,17 +48,47 @@ class Prediction:
 
 
 class Predictor:
-    def __init__(self, model_path: str | Path, tokenizer_path: str | Path, device: str | torch.device = "cpu") -> None:
-        model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
-        if not model_path.is_file():
+    """A trained model and its tokenizer, ready to answer: ``Predictor.from_pretrained("models/scratchformer")``.
+
+    ``model_path`` is the model folder the export stage writes (its tokenizer in it), or a
+    ``.pt`` checkpoint the train stage writes, with ``tokenizer_path`` its tokenizer folder.
+    """
+
+    def __init__(
+        self, model_path: str | Path, tokenizer_path: str | Path | None = None, device: str | torch.device = "cpu"
+    ) -> None:
+        model_path = Path(model_path)
+        folder = model_path.is_dir()
+        if not folder and not model_path.is_file():
             raise FileNotFoundError(f"no trained model at {model_path}; run `dvc repro` first")
+        if tokenizer_path is None:
+            if not folder:
+                raise ValueError(f"{model_path} is a checkpoint without its tokenizer: give the tokenizer folder too")
+            if not (model_path / TOKENIZER_CONFIG).is_file():
+                raise CorruptFileError(f"{model_path / TOKENIZER_CONFIG} is missing: {restore(model_path)}")
+            tokenizer_path = model_path
+        tokenizer_path = Path(tokenizer_path)
         if not tokenizer_path.is_dir():
             raise FileNotFoundError(f"no saved tokenizer at {tokenizer_path}; run `dvc repro` first")
         self.device = torch.device(device)
-        self.model, info = load_checkpoint(model_path, self.device)
+        load = load_folder if folder else load_checkpoint
+        self.model, info = load(model_path, self.device)
         self.tokenizer = load_tokenizer(str(tokenizer_path))
         self.max_len = info.get("tokenizer_max_len", self.model.config.max_len)
         self.class_names = class_names(info, self.model.config.num_classes)
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, device: str | torch.device = "cpu") -> Predictor:
+        """The model folder the export stage writes (``models/scratchformer``): weights, config, tokenizer.
+
+        It reads JSON and safetensors only: no pickle, so no code from the folder runs.
+        """
+        folder = Path(folder)
+        if folder.is_file():
+            raise ValueError(f"{folder} is a checkpoint, not a model folder: use Predictor({folder}, tokenizer)")
+        if not folder.is_dir():
+            raise FileNotFoundError(f"no model folder at {folder}; run `dvc repro` first (the export stage writes it)")
+        return cls(folder, None, device)
 
     @torch.no_grad()
     def predict(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:

@@ -1,0 +1,123 @@
+"""The model card: the README.md of the exported model folder (:mod:`scratchformer.model.export`).
+
+A pure function of the folder's config.json, the params and the metrics: no dates,
+host names or absolute paths, so a rerun writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from scratchformer.config import Params
+
+FOLDER = "models/scratchformer"  # where the pipeline writes the folder; the card names no other path
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value).replace("|", "\\|")
+
+
+def _table(rows: list[tuple[str, Any]], head: tuple[str, str] = ("", "")) -> str:
+    lines = [f"| {head[0]} | {head[1]} |", "|---|---|"]
+    lines += [f"| {key} | {_value(value)} |" for key, value in rows]
+    return "\n".join(lines)
+
+
+def _architecture(config: dict) -> str:
+    model = config["model"]
+    one = (
+        f"a {model['n_layers']}-layer {model['norm']}-LN Transformer encoder "
+        f"(d_model {model['d_model']}, {model['n_heads']} heads, feed-forward {model['ff_dim']}, "
+        f"{model['positional']} positions, {model['pooling']} pooling)"
+    )
+    k = config["members"]
+    text = one if k == 1 else f"an ensemble of {k} such encoders, trained from seeds seed..seed+{k - 1}: {one}"
+    if config["nb"] is not None:
+        text += (
+            f"; with a Naive-Bayes-weighted logistic regression over token 1..{config['nb']['max_n']}-grams "
+            "that weighs as much as the encoders together"
+        )
+    return text
+
+
+def _results(evaluation: dict) -> str:
+    rows = []
+    for split in ("validation", "test"):
+        scores = evaluation.get(split)
+        if scores:
+            rows.append(f"| {split} | {scores['accuracy']:.4f} | {scores['f1']:.4f} |")
+    if not rows:
+        return "No evaluation was recorded."
+    table = "\n".join(["| split | accuracy | macro F1 |", "|---|---|---|", *rows])
+    passed = evaluation.get("acceptance", {}).get("passed")
+    if passed is not None:
+        verdict = "passed" if passed else "did not pass"
+        table += f"\n\nThe pipeline's acceptance checks (math parity, padding leak, validation accuracy) {verdict}."
+    return table
+
+
+def model_card(config: dict, parameters: int, params: Params, evaluation: dict, data_report: dict) -> str:
+    """README.md of the model folder whose config.json is ``config``.
+
+    ``parameters``: the model's parameter count; ``evaluation``: metrics/eval.json;
+    ``data_report``: the ``data`` record of metrics/data.json (rows per split).
+    """
+    names = config["class_names"]
+    rows = data_report.get("rows", {})
+    data = params.data
+    revision = data.revision or "the newest when the pipeline ran (the commit read is in data/inputs/corpus.json)"
+    recipe = [("seed", params.seed)]
+    recipe += [(f"train.{k}", v) for k, v in dataclasses.asdict(params.train).items()]
+    recipe += [("pretrain.epochs (masked-LM pretraining; 0 = none)", params.pretrain.epochs)]
+    model_rows = [(f"model.{k}", v) for k, v in config["model"].items()]
+    model_rows += [("vocabulary size", config["vocab_size"]), ("parameters", f"{parameters:,}")]
+    example = (
+        "from scratchformer.analysis.predict import Predictor\n"
+        f'predictor = Predictor.from_pretrained("{FOLDER}")  # the path of this folder\n'
+        'print(predictor.predict(["服务很差"])[0].label)'
+    )
+    sections = [
+        "# scratchformer: a Transformer text classifier trained from scratch",
+        f"A text classifier with {len(names)} classes ({', '.join(names)}): {_architecture(config)}. "
+        "Every layer is written by hand in PyTorch and trained from random initialisation "
+        "(no pretrained language model); the tokenizer's vocabulary is borrowed, its weights are not. "
+        "It was made by the scratchformer DVC pipeline (`dvc repro`), whose code is MIT-licensed.",
+        "## Results\n\n" + _results(evaluation),
+        "## Training data\n\n"
+        + _table(
+            [
+                ("source (data.source)", data.source),
+                ("revision", revision),
+                *((f"{split} rows", rows[split]) for split in ("train", "validation", "test") if split in rows),
+                ("classes", ", ".join(names)),
+            ]
+        )
+        + "\n\nThe model was fit on the train split, its epoch chosen on validation; test was not looked at.",
+        "## Model\n\n" + _table(model_rows),
+        f"## Tokenizer\n\n`{params.tokenizer.name}` (its files are in this folder). Texts are cut to "
+        f"{config['tokenizer_max_len']} tokens, [CLS] and [SEP] included, as in training; predict says when it cut.",
+        "## Training\n\n" + _table(recipe),
+        "## Intended use and limits\n\n"
+        "- For learning and research: how a small Transformer learns a classification task, which tokens "
+        "drive its answers, how its attention evolves. Not for decisions about people.\n"
+        "- It knows the kind of text it was trained on (the training data above; by default ChnSentiCorp's "
+        "Chinese online reviews). Expect lower accuracy on other kinds of text and other languages.\n"
+        f"- It reads at most {config['tokenizer_max_len']} tokens; the rest of a longer text is not seen.\n"
+        "- Characters the vocabulary lacks become [UNK]; a text made only of them still gets an answer, "
+        "with a warning that it is a guess.\n"
+        "- Its probabilities are the softmax of its logits, not calibrated chances: read them as a ranking.",
+        "## Use it\n\n"
+        "```python\n" + example + "\n```\n\n"
+        "From the command line (after `pip install -e .` in the scratchformer repository):\n\n"
+        "```bash\n"
+        f'scratchformer predict --model {FOLDER} "服务很差"\n'
+        "```\n\n"
+        "The folder holds no pickle: `config.json` (how to build the network, the class names, the "
+        "tokenizer's max_len), `model.safetensors` (the weights), the tokenizer's files and this card.",
+    ]
+    return "\n\n".join(sections) + "\n"

@@ -1,0 +1,42 @@
+"""Stage export: the trained model as a folder others can load (safetensors, config.json, tokenizer, card).
+
+``Predictor.from_pretrained(folder)`` and ``scratchformer predict --model folder`` read it;
+see :mod:`scratchformer.model.export` for what it holds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scratchformer.config import Params
+from scratchformer.model.checkpoint import CorruptFileError, load_checkpoint, restore
+from scratchformer.model.export import folder_config, save_folder
+from scratchformer.render.model_card import model_card
+from stages import stage
+
+
+def read_metrics(path: Path) -> dict:
+    """A metrics file an earlier stage wrote; a missing or damaged one is named with the fix."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no metrics; run `dvc repro` first")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptFileError(f"{path} is not valid JSON ({err}): {restore(path)}") from err
+
+
+def run(
+    params: Params, model_path: Path, tokenizer_dir: Path, eval_path: Path, data_metrics_path: Path, out_dir: Path
+) -> dict:
+    """Write ``out_dir`` from the checkpoint, the tokenizer and the metrics the card quotes; return its config."""
+    model, info = load_checkpoint(model_path)
+    config = folder_config(model, info)
+    data_report = read_metrics(data_metrics_path).get("data", {})
+    card = model_card(config, model.num_parameters(), params, read_metrics(eval_path), data_report)
+    save_folder(model, out_dir, info, tokenizer_dir, card)
+    return {"folder": str(out_dir), "files": sorted(p.name for p in out_dir.iterdir())}
+
+
+if __name__ == "__main__":
+    stage(run)

@@ -1,0 +1,207 @@
+"""The exported model folder: safetensors + config.json + tokenizer + card, loaded without pickle."""
+
+import json
+import pickle
+
+import pytest
+import safetensors.torch
+import torch
+
+from scratchformer.analysis.predict import Predictor
+from scratchformer.cli import main
+from scratchformer.config import from_dict
+from scratchformer.data.tokenization import load_tokenizer
+from scratchformer.model.checkpoint import CorruptFileError, load_checkpoint, save_checkpoint
+from scratchformer.model.classifier import Ensemble
+from scratchformer.model.export import load_folder
+from scratchformer.model.naive_bayes import NBLogistic
+from stages import export as export_stage
+
+TEXTS = ["房间很好，服务很好。", "房间太脏，服务很差。", "房间很好，服务很差。", "服务很差，" * 10]
+EVAL = {
+    "validation": {"accuracy": 0.875, "f1": 0.87},
+    "test": {"accuracy": 0.8125, "f1": 0.81},
+    "acceptance": {"passed": True},
+}
+
+
+def export(model_path, tokenizer, out, tmp_path):
+    """The export stage's run on ``model_path``, with small metrics files of its own."""
+    (tmp_path / "eval.json").write_text(json.dumps(EVAL))
+    (tmp_path / "data.json").write_text(json.dumps({"data": {"rows": {"train": 240, "validation": 60, "test": 60}}}))
+    export_stage.run(from_dict({}), model_path, tokenizer, tmp_path / "eval.json", tmp_path / "data.json", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def folder(trained, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("export")
+    return export(*trained, tmp / "scratchformer", tmp)
+
+
+def token_ids(tokenizer, texts):
+    return load_tokenizer(str(tokenizer))(texts, padding=True, truncation=True, max_length=24, return_tensors="pt")[
+        "input_ids"
+    ]
+
+
+def test_the_folder_predicts_exactly_what_the_checkpoint_does(trained, folder):
+    model_path, tokenizer = trained
+    from_folder = Predictor.from_pretrained(folder)
+    from_checkpoint = Predictor(model_path, tokenizer)
+    assert [p.as_dict() for p in from_folder.predict(TEXTS)] == [p.as_dict() for p in from_checkpoint.predict(TEXTS)]
+    assert from_folder.max_len == 24 and from_folder.class_names == ["negative", "positive"]
+    ids = token_ids(tokenizer, TEXTS)
+    with torch.no_grad():
+        assert torch.equal(from_folder.model(ids), from_checkpoint.model(ids))  # bit for bit, not to 4 decimals
+    assert sorted(from_folder.model.state_dict()) == sorted(from_checkpoint.model.state_dict())
+
+
+def test_the_folder_holds_safetensors_json_and_text_only(folder, monkeypatch):
+    names = sorted(p.name for p in folder.iterdir())
+    assert {"model.safetensors", "config.json", "README.md", "tokenizer_config.json", "tokenizer.json"} <= set(names)
+    assert all(p.is_file() for p in folder.iterdir())
+    for path in folder.iterdir():
+        data = path.read_bytes()
+        assert not data.startswith((b"PK", b"\x80")), f"{path.name} is a zip or a pickle"  # torch.save / pickle
+        if path.suffix == ".json":
+            json.loads(data)
+        elif path.suffix == ".safetensors":
+            safetensors.torch.load(data)
+        else:
+            assert path.suffix in (".txt", ".md"), path.name
+            data.decode("utf-8")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("loading the folder unpickled something")
+
+    monkeypatch.setattr(torch, "load", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    assert Predictor.from_pretrained(folder).predict(["服务很差"])[0].label == "negative"
+
+
+def test_config_and_card_say_what_the_model_is(folder):
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["format"] == "scratchformer-classifier" and config["format_version"] == 1
+    assert config["class_names"] == ["negative", "positive"] and config["tokenizer_max_len"] == 24
+    assert config["members"] == 1 and config["nb"] is None and config["model"]["d_model"] == 32
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "| validation | 0.8750 | 0.8700 |" in card and "| test | 0.8125 | 0.8100 |" in card
+    assert "| train rows | 240 |" in card and "MIT" in card and "Intended use and limits" in card
+    assert 'Predictor.from_pretrained("models/scratchformer")' in card
+    assert str(folder) not in card  # no path of the machine that exported it
+
+
+def test_two_exports_write_the_same_bytes(trained, folder, tmp_path):
+    again = export(*trained, tmp_path / "elsewhere" / "scratchformer", tmp_path)
+    files = sorted(p.name for p in folder.iterdir())
+    assert sorted(p.name for p in again.iterdir()) == files
+    for name in files:
+        assert (again / name).read_bytes() == (folder / name).read_bytes(), name
+
+
+def test_an_ensemble_with_an_nb_member_round_trips(trained, tmp_path):
+    model_path, tokenizer = trained
+    single, info = load_checkpoint(model_path)
+    other, _ = load_checkpoint(model_path)
+    torch.manual_seed(0)
+    nb = NBLogistic(2, 64, single.embed.num_embeddings, 2, single.pad_id)
+    with torch.no_grad():
+        for p in [*other.parameters(), *nb.parameters(), nb.ratio]:
+            p.add_(0.3 * torch.randn_like(p))
+    save_checkpoint(tmp_path / "ensemble.pt", Ensemble([single, other], nb), **info)
+    out = export(tmp_path / "ensemble.pt", tokenizer, tmp_path / "scratchformer", tmp_path)
+    config = json.loads((out / "config.json").read_text())
+    assert config["members"] == 2 and config["nb"] == {"max_n": 2, "buckets": 64}
+    loaded = Predictor.from_pretrained(out)
+    assert isinstance(loaded.model, Ensemble) and len(loaded.model.members) == 2 and loaded.model.nb is not None
+    reference = Predictor(tmp_path / "ensemble.pt", tokenizer)
+    ids = token_ids(tokenizer, TEXTS)
+    with torch.no_grad():
+        assert torch.equal(loaded.model(ids), reference.model(ids))
+        assert (single(ids) - nb(ids)).abs().max() > 0.01  # the NB member counts: it is not a copy of another
+    assert [p.as_dict() for p in loaded.predict(TEXTS)] == [p.as_dict() for p in reference.predict(TEXTS)]
+
+
+def test_predict_takes_the_folder_and_its_tokenizer(trained, folder, capsys):
+    model_path, tokenizer = trained
+    assert main(["predict", "--json", "--model", str(model_path), "--tokenizer", str(tokenizer), *TEXTS]) == 0
+    from_checkpoint = capsys.readouterr().out
+    assert main(["predict", "--json", "--model", str(folder), *TEXTS]) == 0
+    assert capsys.readouterr().out == from_checkpoint
+
+
+def damage(folder, name, how):
+    path = folder / name
+    if how == "missing":
+        path.unlink()
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif how == "garbage":
+        path.write_bytes(b"not a model\n" * 10)
+    elif how == "a key short":  # well-formed, but not what the other file says
+        if name == "config.json":
+            config = json.loads(path.read_text())
+            del config["vocab_size"]
+            path.write_text(json.dumps(config))
+        else:
+            tensors = safetensors.torch.load_file(path)
+            del tensors["head.weight"]
+            safetensors.torch.save_file(tensors, path)
+    elif how == "other shape":
+        config = json.loads(path.read_text())
+        config["model"]["d_model"] = 64
+        path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "how"),
+    [
+        ("config.json", "missing"),
+        ("config.json", "empty"),
+        ("config.json", "truncated"),
+        ("config.json", "garbage"),
+        ("config.json", "a key short"),
+        ("config.json", "other shape"),
+        ("model.safetensors", "missing"),
+        ("model.safetensors", "empty"),
+        ("model.safetensors", "truncated"),
+        ("model.safetensors", "garbage"),
+        ("model.safetensors", "a key short"),
+        ("tokenizer_config.json", "missing"),
+    ],
+)
+@pytest.mark.filterwarnings("error")
+def test_a_damaged_folder_is_one_line_naming_the_file(folder, tmp_path, capsys, name, how):
+    import shutil
+
+    broken = tmp_path / "scratchformer"
+    shutil.copytree(folder, broken)
+    path = damage(broken, name, how)
+    with pytest.raises(CorruptFileError) as caught:
+        Predictor.from_pretrained(broken)
+    message = str(caught.value)
+    assert message.startswith(str(path if how != "other shape" else broken / "model.safetensors")), message
+    assert "\n" not in message and "`dvc repro`" in message
+    assert main(["predict", "--model", str(broken), "好"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and err.startswith(f"scratchformer predict: {broken}/")
+
+
+def test_no_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run `dvc repro` first"):
+        Predictor.from_pretrained(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="no model folder"):
+        load_folder(tmp_path / "nowhere")
+
+
+def test_a_checkpoint_given_as_a_folder_says_how_to_load_it(trained):
+    model_path, _ = trained
+    with pytest.raises(ValueError, match="is a checkpoint, not a model folder"):
+        Predictor.from_pretrained(model_path)
+    with pytest.raises(ValueError, match="give the tokenizer folder too"):
+        Predictor(model_path)
