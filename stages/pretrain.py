@@ -55,7 +55,8 @@ def run(
     train_split = read_tokenized(tokenized_dir / "train")
     device = world.place(pick_device(params.train.device))
     key = run_key(params.select(PARAMS), [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
-    recorder = Run(state_path, key, world).member()
+    recorded = Run(state_path, key, world)  # no curves: the metrics say how pretraining went
+    recorder = recorded.member()
     metrics = pretrain(
         model,
         train_split,
@@ -73,7 +74,7 @@ def run(
         return None
     save_checkpoint(model_path, model.cpu(), pretrained=True)
     write_json(metrics_path, {"pretrain": metrics})
-    recorder.run.close()
+    recorded.close()  # the outputs are written: nothing left to resume
     return metrics
 
 

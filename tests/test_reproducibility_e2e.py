@@ -100,7 +100,7 @@ def test_a_state_from_other_code_is_not_resumed(tmp_path):
     make_project(repo, epochs=3, batch_size=4)
     run(["dvc", "repro"], repo)
     kill_when(repo, ["dvc", "repro", "--force", "--single-item", "train"], lambda s: where(s) == (0, 1))
-    loop = repo / "src" / "scratchformer" / "loop.py"
+    loop = repo / "src" / "scratchformer" / "train" / "loop.py"
     loop.write_text(loop.read_text() + "\n# edited between the kill and the rerun\n")
     out = run(["dvc", "repro"], repo)
     assert "src/scratchformer/train/loop.py changed since); starting afresh" in out, out
