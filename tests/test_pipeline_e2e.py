@@ -183,7 +183,7 @@ def test_a_diverging_run_fails_train_and_writes_no_model(repo, tmp_path):
         cmd += [flag, str(tmp_path / name)]
     result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     assert result.returncode != 0
-    assert "train: training diverged in member 0, epoch 1" in result.stderr
+    assert "error: training diverged in member 0, epoch 1" in result.stderr  # one line, as every user error
     assert not (tmp_path / "m.pt").exists() and not (tmp_path / "t.json").exists()
     assert not (tmp_path / "state.pt").exists()  # it failed inside the first epoch: nothing to resume
 
