@@ -225,7 +225,7 @@ def test_queued_sweep_runs_every_experiment(repo):
 
 
 def test_a_queued_experiment_runs_the_code_of_its_own_commit(repo):
-    model_py = repo / "src" / "scratchformer" / "model.py"
+    model_py = repo / "src" / "scratchformer" / "model" / "classifier.py"
     original = model_py.read_text()
     run(["dvc", "exp", "run", "--queue", "-n", "own-code", "-S", "train.batch_size=8"], repo)
     model_py.write_text(original + "\nraise ImportError('the workspace copy is broken')\n")
