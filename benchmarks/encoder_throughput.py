@@ -33,7 +33,7 @@ from torch import nn
 from scratchformer.config import ModelConfig
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.train.loop import adamw, autocast, parameter_groups
+from scratchformer.train.optim import adamw, autocast, parameter_groups
 
 VOCAB = 21128
 

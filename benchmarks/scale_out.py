@@ -38,8 +38,8 @@ from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.render import markdown
 from scratchformer.train import distributed
-from scratchformer.train.classify import Classification, fit, seed_everything, settings
-from scratchformer.train.loop import Loop
+from scratchformer.train.classify import Classification, fit, seed_everything
+from scratchformer.train.loop import Loop, Settings
 
 OUT = Path("benchmarks/results/scale_out.json")
 TOKENIZED = Path("data/tokenized")
@@ -66,7 +66,7 @@ def worker(samples: int, out: Path) -> None:
     steps = math.ceil(samples / params.train.batch_size)
     loop = Loop(
         Classification(build(params, vocab_size())),
-        dataclasses.replace(settings(params.train), epochs=1),
+        dataclasses.replace(Settings.from_config(params.train), epochs=1),
         params.seed,
         steps,
         torch.device("cpu"),

@@ -5,7 +5,11 @@ files, and ends in ``stage(run)``. That one helper is the whole command line of 
 stage: ``--params`` and one ``--<path>`` option per parameter of ``run`` (its name without
 a ``_dir`` or ``_path`` ending, ``-`` for ``_``: ``tokenized_dir`` is ``--tokenized``), so
 what a stage reads and writes is declared once, by ``run``'s signature, and the same
-code runs on the real corpus and on test fixtures.
+code runs on the real corpus and on test fixtures. The params a stage reads are
+declared once too, by the module's ``PARAMS`` (dotted keys, ``"train"`` or
+``"train.lr"``): dvc.yaml's ``params:`` for the stage must equal it
+(tests/test_dvc_yaml.py), and a training stage's resume key digests exactly those
+values (``Params.select``).
 
 An error the user can fix (a params value, a corpus file or row, a corrupt file the
 pipeline wrote, a run that diverged) prints one line (what, where, why, the fix) to

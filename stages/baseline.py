@@ -10,6 +10,8 @@ from scratchformer.data.ingest import read_split
 from scratchformer.files import write_json
 from stages import stage
 
+PARAMS = ("seed", "baseline")
+
 
 def run(params: Params, raw_dir: Path, metrics_path: Path) -> dict:
     others = {name: read_split(raw_dir, name) for name in ("validation", "test")}

@@ -13,6 +13,8 @@ from scratchformer.data.splits import check_splits
 from scratchformer.files import write_json
 from stages import stage
 
+PARAMS = ("seed", "data")
+
 log = logging.getLogger(__name__)
 
 

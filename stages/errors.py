@@ -13,6 +13,8 @@ from scratchformer.model.checkpoint import class_names, load_checkpoint
 from scratchformer.render import mistakes_page as error_report
 from stages import stage
 
+PARAMS = ("errors",)
+
 
 def run(params: Params, model_path: Path, tokenized_dir: Path, tokenizer_dir: Path, out_dir: Path) -> ErrorReport:
     """Write ``out_dir/validation.md`` and its HTML twin ``validation.html``."""

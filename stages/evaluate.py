@@ -20,6 +20,8 @@ from scratchformer.model.checkpoint import load_checkpoint
 from scratchformer.train.distributed import pick_device
 from stages import stage
 
+PARAMS = ("seed", "acceptance", "train.device")
+
 
 def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Path, confusion_dir: Path) -> dict:
     """Accuracy/F1 on validation and test, confusion data, and the acceptance checks.

@@ -9,6 +9,8 @@ from scratchformer.data.fingerprints import fingerprint
 from scratchformer.files import write_json
 from stages import stage
 
+PARAMS = ("data", "tokenizer")  # whole sections: a params.yaml that leaves out a revision key still works
+
 
 def run(params: Params, corpus_path: Path, tokenizer_path: Path) -> dict:
     found = {

@@ -19,8 +19,13 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.classify import seed_everything
 from scratchformer.train.distributed import ALONE, World, pick_device, run_ranks
 from scratchformer.train.masked_lm import pretrain
-from scratchformer.train.resume import load_state, run_key, save_state, stage_code
+from scratchformer.train.resume import run_key, stage_code
+from scratchformer.train.run import Run
 from stages import stage
+
+# As dvc.yaml lists them, and what the resume key digests: the loop's device, processes,
+# precision and logging interval are the train section's.
+PARAMS = ("seed", "model", "pretrain", "train.device", "train.nproc", "train.precision", "train.log_every")
 
 
 def run(
@@ -34,9 +39,9 @@ def run(
 ) -> dict | None:
     """Pretrain (or record that pretraining is off); only rank 0 writes and returns the metrics.
 
-    As in the train stage, the loop's state goes to ``state_path`` at the end
-    of every epoch (see :mod:`scratchformer.train.resume`): a rerun with the same
-    params, inputs and code continues from there; the file is removed at the end.
+    As in the train stage, a :class:`~scratchformer.train.run.Run` saves the loop's
+    state to ``state_path`` at the end of every epoch: a rerun with the same params
+    (``PARAMS``), inputs and code continues from there; the file is removed at the end.
     """
     if params.pretrain.epochs == 0:
         if world.main:
@@ -49,9 +54,9 @@ def run(
     model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
     train_split = read_tokenized(tokenized_dir / "train")
     device = world.place(pick_device(params.train.device))
-    loop_params = {k: getattr(params.train, k) for k in ("device", "nproc", "precision", "log_every")}
-    read = {"seed": params.seed, "model": params.model, "pretrain": params.pretrain, "train": loop_params}
-    key = run_key(read, [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
+    key = run_key(params.select(PARAMS), [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
+    recorded = Run(state_path, key, world)  # no curves: the metrics say how pretraining went
+    recorder = recorded.member()
     metrics = pretrain(
         model,
         train_split,
@@ -62,14 +67,14 @@ def run(
         device,
         world,
         params.train,
-        resume=load_state(state_path, key),
-        on_state=lambda state: save_state(state_path, {**state, "key": key}),
+        recorder,
+        recorder.resume,
     )
     if not world.main:
         return None
     save_checkpoint(model_path, model.cpu(), pretrained=True)
     write_json(metrics_path, {"pretrain": metrics})
-    state_path.unlink(missing_ok=True)
+    recorded.close()  # the outputs are written: nothing left to resume
     return metrics
 
 

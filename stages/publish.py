@@ -18,6 +18,8 @@ from pathlib import Path
 from scratchformer.files import atomic_dir, write_atomic
 from stages import run_stage
 
+PARAMS = ()  # copies files; reads no params
+
 
 def run(copies: list[tuple[Path, Path]]) -> None:
     """Copy each ``(source, target)``, a file or a whole folder; a missing source is an error."""

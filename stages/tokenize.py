@@ -23,6 +23,8 @@ from scratchformer.data.tokenization import (
 from scratchformer.files import write_json
 from stages import stage
 
+PARAMS = ("tokenizer", "probe.text", "probe.query_token")  # the probe: a query token cut off stops it here
+
 log = logging.getLogger(__name__)
 
 

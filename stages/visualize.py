@@ -10,6 +10,8 @@ from scratchformer.files import write_json
 from scratchformer.render import pictures as plots
 from stages import stage
 
+PARAMS = ("probe", "train.grad_clip", "train.label_smoothing")
+
 
 def run(
     params: Params, live_dir: Path, snapshots_path: Path, confusion_dir: Path, images_dir: Path, weights_path: Path

@@ -160,3 +160,29 @@ def test_data_encoding_is_checked():
         from_dict({"data": {"encoding": "gbx"}})
     with pytest.raises(ConfigError, match=r"data\.encoding='utf-16' is not ASCII-compatible"):
         from_dict({"data": {"encoding": "utf-16"}})
+
+
+def test_select_reads_sections_and_dotted_keys_and_refuses_others():
+    params = from_dict({"train": {"lr": 0.5}})
+    assert params.select(["seed", "train.lr", "probe"]) == {"seed": 42, "train.lr": 0.5, "probe": params.probe}
+    for wrong in ("train.lrr", "colour", "seed.x"):
+        with pytest.raises(KeyError, match=r"not a key of params\.yaml"):
+            params.select([wrong])
+
+
+def test_a_training_stage_resume_key_digests_exactly_the_params_it_declares():
+    from scratchformer.train.resume import run_key
+    from stages import pretrain, train
+
+    def digest(stage, **sections):
+        params = from_dict({name: dict(values) for name, values in sections.items()})
+        return run_key(params.select(stage.PARAMS), [], [])["data"]
+
+    for stage, read, unread in (
+        (train, {"train": {"lr": 0.5}}, {"pretrain": {"lr": 0.5}}),
+        (train, {"tokenizer": {"max_len": 32}}, {"tokenizer": {"name": "vocab"}}),
+        (pretrain, {"pretrain": {"grad_clip": 0.5}}, {"train": {"lr": 0.5}}),
+        (pretrain, {"train": {"log_every": 4}}, {"errors": {"n": 3}}),
+    ):
+        assert digest(stage, **read) != digest(stage), read
+        assert digest(stage, **unread) == digest(stage), unread

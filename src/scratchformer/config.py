@@ -14,6 +14,7 @@ import math
 import re
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -240,11 +241,15 @@ class PretrainConfig:
     weight_decay: float = 0.01
     warmup_ratio: float = 0.05
     mask_prob: float = 0.15
+    grad_clip: float = 1.0  # max global gradient norm; 0 disables clipping
+    schedule: Literal["constant", "cosine"] = "cosine"
+    bucket_by_length: bool = True  # batch texts of similar length together (less padding)
 
     def __post_init__(self) -> None:
         _require(self.epochs >= 0, "pretrain.epochs", self.epochs, "must be >= 0 (0 = no pretraining)")
         _require(self.batch_size >= 1, "pretrain.batch_size", self.batch_size, "must be >= 1")
         _require(self.lr > 0, "pretrain.lr", self.lr, "must be > 0")
+        _require(self.grad_clip >= 0, "pretrain.grad_clip", self.grad_clip, "must be >= 0")
         _require(0 <= self.warmup_ratio < 1, "pretrain.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
         _require(0 < self.mask_prob < 1, "pretrain.mask_prob", self.mask_prob, "must be in (0, 1)")
 
@@ -356,6 +361,22 @@ class Params:
             self.probe.head,
             f"is not a head of a {self.model.n_heads}-head model",
         )
+
+    def select(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The values of the dotted ``keys`` (a section, ``"train"``, or one key, ``"train.lr"``), by key.
+
+        What a stage reads, as its ``PARAMS`` (and its ``params:`` in dvc.yaml) lists it: the
+        resume key of a training stage digests exactly this.
+        """
+        values = {}
+        for key in keys:
+            value: Any = self
+            for part in key.split("."):
+                if not dataclasses.is_dataclass(value) or part not in {f.name for f in dataclasses.fields(value)}:
+                    raise KeyError(f"{key}: not a key of params.yaml")
+                value = getattr(value, part)
+            values[key] = value
+        return values
 
 
 class _Yaml12Loader(yaml.SafeLoader):

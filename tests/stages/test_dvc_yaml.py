@@ -7,10 +7,13 @@ does not use would re-run it for nothing.
 """
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
 import yaml
+
+from scratchformer.config import Params
 
 ROOT = Path(__file__).parents[2]
 DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
@@ -76,3 +79,11 @@ def test_model_experiments_skip_download_and_tokenize():
     for stage in ("download", "tokenize"):
         params = DVC["stages"][stage].get("params", [])
         assert not any(str(p).startswith(("model", "train")) for p in params)
+
+
+@pytest.mark.parametrize("stage", list(DVC["stages"]))
+def test_stage_declares_the_params_it_reads_once_as_dvc_yaml_lists_them(stage):
+    """A stage's ``PARAMS`` is dvc.yaml's ``params:`` for it, key for key, and names real keys."""
+    module = importlib.import_module(f"stages.{stage}")
+    assert list(module.PARAMS) == DVC["stages"][stage].get("params", []), f"stages/{stage}.py PARAMS"
+    assert list(Params().select(module.PARAMS)) == list(module.PARAMS)

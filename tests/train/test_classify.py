@@ -1,18 +1,21 @@
 import math
+from dataclasses import fields
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from scratchformer.analysis.evaluation import predict_logits
-from scratchformer.config import ModelConfig, TrainConfig
+from scratchformer.config import ModelConfig, PretrainConfig, TrainConfig
 from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.train.classify import drop_tokens, fit, grad_norm_summary
+from scratchformer.train.classify import Steps, drop_tokens, fit, grad_norm_summary
 from scratchformer.train.distributed import pick_device
-from scratchformer.train.loop import TrainingDivergedError, lr_factor, parameter_groups
+from scratchformer.train.loop import NOTHING, Settings, TrainingDivergedError
+from scratchformer.train.optim import lr_factor, parameter_groups
+from scratchformer.train.run import Recorder
 
 
 @pytest.mark.parametrize(
@@ -108,23 +111,23 @@ def _tiny_run(ema_decay):
         ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, num_classes=2), 30
     )
     trajectory, handed = [], []
-    fit(
-        model,
-        split,
-        split,
-        TrainConfig(epochs=1, batch_size=8, lr=1e-2, ema_decay=ema_decay),
-        0,
-        torch.device("cpu"),
-        on_step=lambda record: trajectory.append(model.head.weight.detach().clone()),
-        on_epoch=lambda record, m, best: handed.append((m, m.head.weight.detach().clone())),
-    )
+
+    class Weights(Recorder):
+        def step(self, record):  # the model's weights after each update
+            trajectory.append(model.head.weight.detach().clone())
+
+        def epoch(self, record, evaluated):  # the weights handed over
+            handed.append((evaluated, evaluated.head.weight.detach().clone()))
+
+    config = TrainConfig(epochs=1, batch_size=8, lr=1e-2, ema_decay=ema_decay)
+    fit(model, split, split, config, 0, torch.device("cpu"), Weights())
     return model, trajectory, handed
 
 
 def test_ema_model_is_validated_and_handed_over_and_holds_the_average():
     decay = 0.5
     model, trajectory, handed = _tiny_run(decay)
-    expected = trajectory[0]  # on_step sees the weights after each update
+    expected = trajectory[0]  # the recorder sees the weights after each update
     for weights in trajectory[1:]:
         expected = decay * expected + (1 - decay) * weights
     (m0, _), (m1, w1) = handed
@@ -172,10 +175,11 @@ def test_the_saved_model_is_the_best_epoch_not_the_last(tmp_path):
     model = _model()
     logits = {}
 
-    def on_epoch(record, evaluated, is_best):
-        logits[record["epoch"]] = predict_logits(evaluated, validation, 64)
+    class Logits(Recorder):
+        def epoch(self, record, evaluated):
+            logits[record["epoch"]] = predict_logits(evaluated, validation, 64)
 
-    history = fit(model, train, validation, TrainConfig(epochs=3, batch_size=8, lr=1e-2), 0, "cpu", on_epoch=on_epoch)
+    history = fit(model, train, validation, TrainConfig(epochs=3, batch_size=8, lr=1e-2), 0, "cpu", Logits())
     losses = [r["val_loss"] for r in history.epochs]
     assert history.best_epoch == 1 and losses[0] < losses[-1]
     assert not torch.equal(logits[1], logits[3])
@@ -265,12 +269,13 @@ def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
 
     states = []
 
-    def keep(state):  # through a real file, as the stage does
-        save_checkpoint_state = tmp_path / f"state{len(states)}.pt"
-        torch.save(state, save_checkpoint_state)
-        states.append(torch.load(save_checkpoint_state, weights_only=True))
+    class Keep(Recorder):
+        def state(self, state):  # through a real file, as the stage does
+            save_checkpoint_state = tmp_path / f"state{len(states)}.pt"
+            torch.save(state, save_checkpoint_state)
+            states.append(torch.load(save_checkpoint_state, weights_only=True))
 
-    whole = fit(model(), train, validation, config, 0, torch.device("cpu"), on_state=keep)
+    whole = fit(model(), train, validation, config, 0, torch.device("cpu"), Keep())
     assert [s["epoch"] for s in states] == [1, 2, 3]
     torch.manual_seed(123)  # the resumed run must not depend on the generator it finds
     resumed_model = model()
@@ -297,7 +302,7 @@ def test_every_step_logs_each_layers_gradient_norm_before_clipping(monkeypatch):
     split = _split(16, 0)
     records = []
     config = TrainConfig(epochs=1, batch_size=8, lr=1e-3, grad_clip=1e-3)  # clips every step
-    fit(_model(), split, split, config, 0, torch.device("cpu"), on_step=records.append)
+    fit(_model(), split, split, config, 0, torch.device("cpu"), Steps(records, NOTHING))
     assert len(measured) == len(records) == 2
     for record, before, after in zip(records, measured, clipped, strict=True):
         layers = [v for k, v in record.items() if k.startswith("layer_grad_norm/")]
@@ -321,6 +326,28 @@ def test_epoch_train_loss_is_plain_cross_entropy_while_steps_log_the_smoothed_ob
     assert abs(plain - smoothed) > 1e-3
     records = []
     config = TrainConfig(epochs=1, batch_size=8, lr=1e-12, label_smoothing=0.3)
-    history = fit(model, split, split, config, 0, torch.device("cpu"), on_step=records.append)
+    history = fit(model, split, split, config, 0, torch.device("cpu"), Steps(records, NOTHING))
     assert history.epochs[0]["train_loss"] == pytest.approx(plain, abs=2e-5)
     assert sum(r["loss"] for r in records) / len(records) == pytest.approx(smoothed, abs=1e-4)
+
+
+def test_the_loop_settings_come_from_the_section_and_the_train_sections_precision():
+    train = TrainConfig(precision="bf16", log_every=3, ema_decay=0.5, grad_clip=2.0, schedule="constant")
+    pretrain = PretrainConfig(epochs=2, grad_clip=0.5, schedule="constant", bucket_by_length=False, warmup_ratio=0.1)
+    assert Settings.from_config(pretrain, train) == Settings(
+        epochs=2,
+        batch_size=pretrain.batch_size,
+        lr=pretrain.lr,
+        weight_decay=pretrain.weight_decay,
+        grad_clip=0.5,
+        schedule="constant",
+        warmup_ratio=0.1,
+        bucket_by_length=False,
+        ema_decay=0.0,  # pretraining keeps no moving average
+        precision="bf16",
+        log_every=3,
+    )
+    assert Settings.from_config(train) == Settings(**{f.name: getattr(train, f.name) for f in fields(Settings)})
+    # The defaults are what pretraining hard-coded before they were params.
+    default = Settings.from_config(PretrainConfig(), TrainConfig())
+    assert (default.grad_clip, default.schedule, default.bucket_by_length) == (1.0, "cosine", True)

@@ -15,7 +15,8 @@ from scratchformer.model.attention import causal_mask, scaled_dot_product_attent
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.classify import fit
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import Loop, autocast
+from scratchformer.train.loop import Loop
+from scratchformer.train.optim import autocast
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(Path(__file__).parents[1]))

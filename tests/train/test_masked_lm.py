@@ -6,6 +6,7 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.masked_lm import IGNORE, MaskedLMHead, mask_tokens, pretrain
+from scratchformer.train.run import Recorder
 
 
 def test_masking_follows_the_80_10_10_rule():
@@ -78,12 +79,13 @@ def test_a_resumed_pretraining_ends_bit_identical_to_an_uninterrupted_one():
 
     saved = []
 
-    def kill_after_first_epoch(state):
-        saved.append(state)
-        raise KilledError
+    class KillAfterFirstEpoch(Recorder):
+        def state(self, state):
+            saved.append(state)
+            raise KilledError
 
     with pytest.raises(KilledError):
-        pretrain(fresh(), corpus(64), config, [0, 2, 3], 4, 0, "cpu", on_state=kill_after_first_epoch)
+        pretrain(fresh(), corpus(64), config, [0, 2, 3], 4, 0, "cpu", recorder=KillAfterFirstEpoch())
     assert saved[0]["epoch"] == 1
     resumed = fresh()
     torch.manual_seed(123)  # whatever the new process's generator holds, the state's takes over

@@ -7,7 +7,6 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +20,8 @@ from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.diagnostics import attention_diagnostics, grouped_parameters
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import Loop, Settings, StepResult
+from scratchformer.train.loop import NOTHING, Loop, Settings, StepResult
+from scratchformer.train.run import Recorder
 
 log = logging.getLogger(__name__)
 
@@ -121,23 +121,6 @@ class Classification(nn.Module):
         return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
 
 
-def settings(config: TrainConfig) -> Settings:
-    """The loop's settings from the train section."""
-    return Settings(
-        epochs=config.epochs,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        grad_clip=config.grad_clip,
-        schedule=config.schedule,
-        warmup_ratio=config.warmup_ratio,
-        bucket_by_length=config.bucket_by_length,
-        ema_decay=config.ema_decay,
-        precision=config.precision,
-        log_every=config.log_every,
-    )
-
-
 def fit(
     model: TransformerClassifier,
     train: TokenizedSplit,
@@ -145,19 +128,19 @@ def fit(
     config: TrainConfig,
     seed: int,
     device: torch.device,
-    on_step: Callable[[dict], None] = lambda record: None,
-    on_epoch: Callable[[dict, TransformerClassifier, bool], None] = lambda record, model, best: None,
-    member: int = 0,
+    recorder: Recorder = NOTHING,
     resume: dict | None = None,
-    on_state: Callable[[dict], None] = lambda state: None,
+    member: int = 0,
     world: World = ALONE,
 ) -> History:
     """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
-    ``on_step`` receives each step's record; ``on_epoch`` each epoch's record,
-    the model, and whether this epoch is the best so far under ``config.select``
-    (lowest validation loss, or highest validation accuracy; ties keep the
-    earlier epoch). Epoch 0 is the untrained model and is never selected.
+    ``recorder`` (:class:`~scratchformer.train.run.Recorder`) receives each
+    step's record, each epoch's record with the evaluated weights, and at the
+    end of every epoch the state to carry on from. The selected epoch is the one
+    with the lowest validation loss, or the highest validation accuracy
+    (``config.select``); ties keep the earlier epoch. Epoch 0 is the untrained
+    model and is never selected.
 
     Each step's ``loss`` is the objective (label smoothing included); the
     epoch's ``train_loss`` is plain cross-entropy, like ``val_loss``, so the two
@@ -167,20 +150,19 @@ def fit(
 
     With ``config.ema_decay`` > 0 an exponential moving average of the weights
     is kept alongside; it is what gets validated, selected and handed to
-    ``on_epoch`` (averaging the last few hundred steps' weights smooths out the
+    ``recorder.epoch`` (averaging the last few hundred steps' weights smooths out the
     noise of the final minibatches, much like an ensemble of nearby checkpoints).
 
     With several processes (``world``), every rank calls ``fit``; only rank 0
-    validates, selects and calls ``on_epoch`` and ``on_state``.
+    validates, selects and records epochs and states.
 
-    At the end of every epoch ``on_state`` receives everything needed to carry
-    on from there (weights, optimizer, schedule, EMA, random generators, the
-    history so far); handing such a state back as ``resume`` continues the run
-    exactly as if it had never stopped, bit for bit.
+    The state (weights, optimizer, schedule, EMA, random generators, the
+    history so far) handed back as ``resume`` continues the run exactly as if
+    it had never stopped, bit for bit.
     """
     loop = Loop(
         Classification(model, config.label_smoothing, config.token_dropout),
-        settings(config),
+        Settings.from_config(config),
         seed,
         math.ceil(len(train) / config.batch_size),
         device,
@@ -192,18 +174,13 @@ def fit(
     if resume is None:
         if world.main:
             history.initial = _epoch_record(loop.evaluated, 0, math.nan, math.nan, validation, config, device)
-            on_epoch(history.initial, loop.evaluated, False)
+            recorder.epoch(history.initial, loop.evaluated)
     else:
         loop.restore(resume)
         history = History(**resume["history"])
         log.info("member %d: resuming after epoch %d of %d", member, loop.epoch, config.epochs)
-
-    def step(record: dict) -> None:
-        history.steps.append(record)
-        on_step(record)
-
     while loop.epoch < config.epochs:
-        done = loop.run_epoch(train, step)
+        done = loop.run_epoch(train, Steps(history.steps, recorder))
         state = loop.state()  # collective: all ranks take part
         if not world.main:
             continue
@@ -211,16 +188,26 @@ def fit(
         record = _epoch_record(
             evaluated, loop.epoch, done["train_loss"], accuracy(*done["train_accuracy"]), validation, config, device
         )
-        is_best = improves(record, history.best, config.select)
-        history.epochs.append(record)
-        if is_best:
+        if improves(record, history.best, config.select):
             history.best_epoch = loop.epoch
             history.best_state = copy.deepcopy(evaluated.state_dict())
+        history.epochs.append(record)
         log.info("epoch %d: %s", loop.epoch, record)
-        on_epoch(record, evaluated, is_best)
-        on_state({**state, "history": history.as_state()})
+        recorder.epoch(record, evaluated)
+        recorder.state({**state, "history": history.as_state()})
     history.seconds = time.perf_counter() - start
     return history
+
+
+class Steps(Recorder):
+    """Each step's record into ``steps`` (the history), then on to ``recorder``."""
+
+    def __init__(self, steps: list[dict], recorder: Recorder) -> None:
+        self.steps, self.recorder = steps, recorder
+
+    def step(self, record: dict) -> None:
+        self.steps.append(record)
+        self.recorder.step(record)
 
 
 def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device) -> dict:

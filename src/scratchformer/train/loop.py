@@ -21,11 +21,9 @@ dropout) on the whole global batch. The loop owns everything else, once:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import torch
@@ -33,10 +31,14 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from scratchformer.config import UserError
+from scratchformer.config import PretrainConfig, TrainConfig, UserError
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
+from scratchformer.train.optim import adamw, autocast, lr_factor, parameter_groups
+from scratchformer.train.run import Recorder
+
+NOTHING = Recorder()  # records nothing
 
 
 class TrainingDivergedError(UserError, RuntimeError):
@@ -53,7 +55,7 @@ class StepResult(NamedTuple):
 
 @dataclass(frozen=True)
 class Settings:
-    """What the loop reads from ``TrainConfig`` or ``PretrainConfig``."""
+    """What the loop reads from ``TrainConfig`` or ``PretrainConfig``: build it with :meth:`from_config`."""
 
     epochs: int
     batch_size: int
@@ -67,65 +69,17 @@ class Settings:
     precision: str = "fp32"  # fp32 | bf16 | fp16
     log_every: int = 1
 
+    @classmethod
+    def from_config(cls, config: TrainConfig | PretrainConfig, train: TrainConfig | None = None) -> Settings:
+        """The settings of a params section: every field of that name in ``config``.
 
-def parameter_groups(modules: Iterable[nn.Module], weight_decay: float) -> list[dict]:
-    """Two AdamW groups: the weight matrices of linear layers decay, nothing else does.
-
-    Weight decay pulls a weight towards 0, which regularises the matrices that
-    mix features. Biases, LayerNorm gains, embedding tables (token, n-gram and
-    learned positional rows: each row is only updated when its token occurs, so
-    decay would shrink rare tokens towards nothing) and the pooling query are
-    offsets and scales, not mixers, and are left alone (as in nanoGPT's
-    ``configure_optimizers``, with embeddings in the no-decay group). A
-    parameter shared by two modules (a tied embedding) is listed once.
-    """
-    decay, no_decay, seen = [], [], set()
-    for module in modules:
-        for sub in module.modules():
-            for name, p in sub.named_parameters(recurse=False):
-                if id(p) in seen:
-                    continue
-                seen.add(id(p))
-                (decay if isinstance(sub, nn.Linear) and name == "weight" else no_decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.optim.AdamW:
-    """AdamW over ``parameter_groups``, with the fused kernel where PyTorch has one.
-
-    The fused update is one pass over each tensor instead of a chain of
-    elementwise ops, which matters for large embedding tables: every row is
-    updated every step (benchmarks/encoder_throughput.py prints the ratio).
-    """
-    return torch.optim.AdamW(groups, lr=lr, fused=torch.device(device).type in ("cpu", "cuda"))
-
-
-def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> float:
-    """Multiplier of the base lr at ``step``: linear warm-up, then constant or cosine to 0."""
-    warmup = int(total * warmup_ratio)
-    if step < warmup:
-        return (step + 1) / warmup
-    if schedule == "constant":
-        return 1.0
-    progress = (step - warmup) / max(1, total - warmup)
-    return 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """The forward pass's precision: fp32 as is, or autocast to bf16 / fp16.
-
-    Under autocast, matrix products run in the low precision while reductions
-    that need range (softmax, LayerNorm, the loss) stay fp32; the attention
-    module computes its softmax in fp32 explicitly, so a fully blocked row stays
-    finite whatever autocast decides.
-    """
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError(
-            f"train.precision=fp16 needs CUDA (its gradients need loss scaling); on {device.type} use bf16 or fp32"
-        )
-    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+        ``precision`` and ``log_every`` come from the train section ``train``
+        (``config`` itself when None): every loop of the pipeline shares them.
+        A field the section lacks keeps its default here (pretraining keeps no EMA).
+        """
+        shared = train if train is not None else config
+        own = {f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
+        return cls(**{**own, "precision": shared.precision, "log_every": shared.log_every})
 
 
 class Loop:
@@ -182,10 +136,10 @@ class Loop:
         """The weights that are validated and saved: the moving average when on, else the model."""
         return self.ema.module if self.ema is not None else self.model
 
-    def run_epoch(self, data: TokenizedSplit, on_step: Callable[[dict], None] = lambda record: None) -> dict:
+    def run_epoch(self, data: TokenizedSplit, recorder: Recorder = NOTHING) -> dict:
         """Train one epoch over ``data``; return its ``train_loss`` (smoothing-free) and ``train_accuracy``.
 
-        ``on_step`` receives each step's record (step, loss, grad_norm, lr,
+        ``recorder.step`` receives each step's record (step, loss, grad_norm, lr,
         layer_grad_norm/<group>) after that step's update, in batches of
         ``log_every`` (the values are read from the device then, once).
         """
@@ -212,7 +166,7 @@ class Loop:
                 loss_sum += plain
                 hits += right
                 seen += count
-                on_step(record)
+                recorder.step(record)
             if records:
                 bar.set_postfix(loss=f"{records[-1][0]['loss']:.3f}")
         return {"train_loss": loss_sum / seen, "train_accuracy": (int(hits), seen)}

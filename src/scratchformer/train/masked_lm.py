@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +23,8 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.diagnostics import grouped_parameters
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import Loop, Settings, StepResult
+from scratchformer.train.loop import NOTHING, Loop, Settings, StepResult
+from scratchformer.train.run import Recorder
 
 log = logging.getLogger(__name__)
 IGNORE = -100  # label of positions that carry no loss
@@ -103,22 +103,6 @@ class MaskedLM(nn.Module):
         return StepResult(loss, loss.detach(), (logits.argmax(1) == labels[chosen]).sum())
 
 
-def settings(config: PretrainConfig, train: TrainConfig) -> Settings:
-    """The loop's settings: the pretrain section, with the train section's precision and logging."""
-    return Settings(
-        epochs=config.epochs,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        grad_clip=1.0,
-        schedule="cosine",
-        warmup_ratio=config.warmup_ratio,
-        bucket_by_length=True,
-        precision=train.precision,
-        log_every=train.log_every,
-    )
-
-
 def pretrain(
     model: TransformerClassifier,
     train: TokenizedSplit,
@@ -129,19 +113,19 @@ def pretrain(
     device: torch.device,
     world: World = ALONE,
     train_config: TrainConfig | None = None,
+    recorder: Recorder = NOTHING,
     resume: dict | None = None,
-    on_state: Callable[[dict], None] = lambda state: None,
 ) -> dict:
     """Train the encoder of ``model`` in place with the MLM objective; return summary metrics.
 
     Runs on the same loop as classification (``train_config`` gives its
-    precision and logging interval; ``world`` its processes). At the end of
-    every epoch rank 0's ``on_state`` receives the loop's state; handing it
-    back as ``resume`` continues from there.
+    precision and logging interval; ``world`` its processes). ``recorder``
+    receives each step's record and, on rank 0 at the end of every epoch, the
+    state; handing that back as ``resume`` continues from there.
     """
     loop = Loop(
         MaskedLM(model, special_ids, mask_id, config.mask_prob),
-        settings(config, train_config or TrainConfig()),
+        Settings.from_config(config, train_config or TrainConfig()),
         seed,
         math.ceil(len(train) / config.batch_size),
         device,
@@ -156,12 +140,12 @@ def pretrain(
         log.info("pretraining: resuming after epoch %d of %d", loop.epoch, config.epochs)
     start = time.perf_counter()
     while loop.epoch < config.epochs:
-        done = loop.run_epoch(train)
+        done = loop.run_epoch(train, recorder)
         mlm_loss, masked_accuracy = done["train_loss"], accuracy(*done["train_accuracy"])
         log.info("pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f", loop.epoch, mlm_loss, masked_accuracy)
         state = loop.state()  # collective: all ranks take part
         if world.main:
-            on_state({**state, "done": done})
+            recorder.state({**state, "done": done})
     log.info("pretrained %d epochs in %.1f s on %s", config.epochs, time.perf_counter() - start, device)
     return {
         "epochs": config.epochs,
