@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
+
+from scratchformer.config import ModelConfig
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 SUBJECTS = ["房间", "服务", "酒店", "早餐", "位置", "电脑", "屏幕", "键盘", "这本书", "价格"]
@@ -88,3 +91,12 @@ def write_one_file_corpus(path: Path, n: int = 450, blank_rows: tuple[int, ...] 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_rows(path, rows, "csv", text_column="review")
     return path
+
+
+TINY = ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0)
+
+
+def tiny_config(**overrides) -> ModelConfig:
+    """The small model the tests build (2 classes, d_model 16, 2 heads, 1 layer, max_len 16, no
+    dropout), with ``overrides``: one definition instead of a literal in every test file."""
+    return dataclasses.replace(TINY, **overrides)

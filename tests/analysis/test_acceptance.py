@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from fixtures import tiny_config
 
 import scratchformer.analysis.acceptance as acceptance
 from scratchformer.analysis.acceptance import (
@@ -13,7 +14,7 @@ from scratchformer.analysis.acceptance import (
     padding_leak,
     padding_sample,
 )
-from scratchformer.config import AcceptanceConfig, ModelConfig
+from scratchformer.config import AcceptanceConfig
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.pooling import MeanPooling
 
@@ -23,7 +24,9 @@ MAX_LEN = 32
 
 def make(**overrides):
     torch.manual_seed(0)
-    config = dataclasses.replace(ModelConfig(num_classes=2, max_len=MAX_LEN), **overrides)
+    config = dataclasses.replace(
+        tiny_config(max_len=MAX_LEN, d_model=64, n_heads=4, n_layers=2, ff_dim=128, dropout=0.1), **overrides
+    )
     return TransformerClassifier(config, vocab_size=VOCAB).eval()
 
 

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 import pytest
-from fixtures import LABEL_NAMES, STARS, write_corpus, write_one_file_corpus, write_rows
+from fixtures import LABEL_NAMES, STARS, tiny_config, write_corpus, write_one_file_corpus, write_rows
 
 from scratchformer.config import ConfigError, DataConfig, ModelConfig, from_dict
 from scratchformer.data.ingest import DataError, load_corpus
@@ -84,7 +84,7 @@ def test_model_num_classes_is_checked_against_the_data():
     assert ModelConfig().for_classes(["a", "b", "c"]).num_classes == 3
     assert ModelConfig(num_classes=3).for_classes(["a", "b", "c"]).num_classes == 3
     with pytest.raises(ConfigError, match=r"model\.num_classes=2 but the data has 3 classes \(a, b, c\)"):
-        ModelConfig(num_classes=2).for_classes(["a", "b", "c"])
+        tiny_config(d_model=64, n_heads=4, n_layers=2, ff_dim=128, dropout=0.1, max_len=64).for_classes(["a", "b", "c"])
 
 
 @pytest.mark.parametrize(

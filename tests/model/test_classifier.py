@@ -5,9 +5,9 @@ import pathlib
 import pytest
 import torch
 import torch.nn.functional as F
+from fixtures import tiny_config
 
 from scratchformer.analysis.acceptance import padding_leak
-from scratchformer.config import ModelConfig
 from scratchformer.model.classifier import Ensemble, TransformerClassifier
 
 VOCAB = 50
@@ -15,7 +15,9 @@ VOCAB = 50
 
 def make(**overrides):
     torch.manual_seed(0)
-    config = dataclasses.replace(ModelConfig(max_len=32, num_classes=2), **overrides)
+    config = dataclasses.replace(
+        tiny_config(max_len=32, d_model=64, n_heads=4, n_layers=2, ff_dim=128, dropout=0.1), **overrides
+    )
     return TransformerClassifier(config, vocab_size=VOCAB).eval()
 
 

@@ -1,5 +1,6 @@
 import torch
 import torch.nn.functional as F
+from fixtures import tiny_config
 
 from scratchformer.model.ngrams import HashedNgramEmbedding, ngram_ids
 
@@ -94,11 +95,12 @@ def test_the_wide_branch_reads_word_order_through_its_bigrams_and_ignores_paddin
 
 def test_a_wide_and_deep_model_has_no_padding_leak():
     from scratchformer.analysis import acceptance
-    from scratchformer.config import ModelConfig
     from scratchformer.model.classifier import TransformerClassifier
 
     torch.manual_seed(0)
-    model = TransformerClassifier(ModelConfig(num_classes=2, max_len=16, wide_ngrams=3), 30).eval()
+    model = TransformerClassifier(
+        tiny_config(wide_ngrams=3, d_model=64, n_heads=4, n_layers=2, ff_dim=128, dropout=0.1), 30
+    ).eval()
     torch.nn.init.normal_(model.wide.table.weight)  # trained-looking rows (row 0 included: it must stay unused)
     torch.nn.init.normal_(model.wide.unigrams.weight)
     model.wide.unigrams.weight.data[0] = 0
@@ -109,12 +111,16 @@ def test_a_wide_and_deep_model_has_no_padding_leak():
 
 
 def test_the_model_hashes_once_and_both_readers_get_their_own_orders():
-    from scratchformer.config import ModelConfig
     from scratchformer.model.classifier import TransformerClassifier
 
     torch.manual_seed(0)
     for ngram_max, wide in ((3, 2), (2, 3)):
-        model = TransformerClassifier(ModelConfig(num_classes=2, max_len=16, ngram_max=ngram_max, wide_ngrams=wide), 50)
+        model = TransformerClassifier(
+            tiny_config(
+                ngram_max=ngram_max, wide_ngrams=wide, d_model=64, n_heads=4, n_layers=2, ff_dim=128, dropout=0.1
+            ),
+            50,
+        )
         model.eval()
         torch.nn.init.normal_(model.wide.table.weight)
         model.wide.table.weight.data[0] = 0

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures import write_corpus, write_tokenizer
+from fixtures import tiny_config, write_corpus, write_tokenizer
 
-from scratchformer.config import ConfigError, ModelConfig, ProbeConfig, from_dict
+from scratchformer.config import ConfigError, ProbeConfig, from_dict
 from scratchformer.data.tokenization import load_tokenizer, probe_ids
 from scratchformer.model.checkpoint import CorruptFileError, load_pretrained, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
@@ -80,7 +80,7 @@ def test_a_corrupt_resume_state_says_to_delete_it(tmp_path, monkeypatch, capsys,
 
 
 def test_a_corrupt_pretrained_model_says_to_rebuild_it(tmp_path):
-    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=16, num_classes=2), 30, 0)
+    model = TransformerClassifier(tiny_config(ff_dim=16, dropout=0.1, max_len=64), 30, 0)
     path = tmp_path / "pretrained.pt"
     save_no_pretraining(path)
     assert not load_pretrained(model, path)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from scratchformer.config import load_params
-from tools.docs.walkthrough import read_input, render, tokenizer_input
+from tools.docs.walkthrough import render, tokenizer_input
 from tools.docs.walkthrough_measure import loop_calling
 
 ROOT = Path(__file__).parents[2]
@@ -17,8 +17,9 @@ def test_committed_walkthrough_is_current():
     page = (ROOT / "docs" / "walkthrough.md").read_text(encoding="utf-8")
     try:
         given = tokenizer_input(params, ROOT)
-    except FileNotFoundError:  # no tokenizer in this checkout: the ids the page records
-        given = read_input(page)
+    except FileNotFoundError:
+        # The page's own record of the ids would only check the page against itself.
+        pytest.skip("no tokenizer here (dvc repro, or the mirror linked as bert-base-chinese): ids unverifiable")
     snapshots = json.loads((ROOT / "plots" / "probe" / "snapshots.json").read_text(encoding="utf-8"))
     expected = render(params, given, snapshots, ROOT)
     assert page == expected, "docs/walkthrough.md is stale: run python -m tools.docs.walkthrough"

@@ -4,9 +4,10 @@ from dataclasses import fields
 import pytest
 import torch
 import torch.nn.functional as F
+from fixtures import tiny_config
 
 from scratchformer.analysis.evaluation import predict_logits
-from scratchformer.config import ModelConfig, PretrainConfig, TrainConfig
+from scratchformer.config import PretrainConfig, TrainConfig
 from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
@@ -70,9 +71,7 @@ def test_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
 
 def test_checkpoint_round_trip(tmp_path):
     torch.manual_seed(0)
-    model = TransformerClassifier(
-        ModelConfig(d_model=16, n_heads=2, max_len=16, pooling="attention", num_classes=2), 30
-    ).eval()
+    model = TransformerClassifier(tiny_config(pooling="attention", n_layers=2, ff_dim=128, dropout=0.1), 30).eval()
     save_checkpoint(tmp_path / "m.pt", model, epoch=3)
     loaded, info = load_checkpoint(tmp_path / "m.pt")
     ids = torch.randint(1, 30, (2, 9))
@@ -107,9 +106,7 @@ def _tiny_run(ema_decay):
         torch.randint(0, 2, (40,), generator=g),
     )
     torch.manual_seed(0)
-    model = TransformerClassifier(
-        ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, num_classes=2), 30
-    )
+    model = TransformerClassifier(tiny_config(dropout=0.1), 30)
     trajectory, handed = [], []
 
     class Weights(Recorder):
@@ -151,9 +148,7 @@ def _split(n, seed, vocab=30, flip=False):
 
 def _model():
     torch.manual_seed(0)
-    return TransformerClassifier(
-        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16), 30
-    )
+    return TransformerClassifier(tiny_config(dropout=0.1), 30)
 
 
 def test_a_non_finite_loss_stops_training_and_names_where(monkeypatch):
@@ -207,17 +202,7 @@ def test_select_keeps_the_epoch_of_the_chosen_metric():
 
 def test_weight_decay_reaches_linear_weights_only():
     model = TransformerClassifier(
-        ModelConfig(
-            num_classes=2,
-            d_model=16,
-            n_heads=2,
-            n_layers=1,
-            max_len=16,
-            pooling="attention",
-            positional="learned",
-            ngram_max=2,
-            ngram_buckets=8,
-        ),
+        tiny_config(pooling="attention", positional="learned", ngram_max=2, ngram_buckets=8, ff_dim=128, dropout=0.1),
         30,
     )
     decay, no_decay = parameter_groups([model], 0.1)
@@ -264,7 +249,7 @@ def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
 
     def model():
         torch.manual_seed(0)
-        config_ = ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.2)
+        config_ = tiny_config(dropout=0.2)
         return TransformerClassifier(config_, 30)
 
     states = []
@@ -318,9 +303,7 @@ def test_epoch_train_loss_is_plain_cross_entropy_while_steps_log_the_smoothed_ob
     # the epoch is then the untrained model's loss on the training split.
     split = _split(16, 0)
     torch.manual_seed(0)
-    model = TransformerClassifier(
-        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0), 30
-    )
+    model = TransformerClassifier(tiny_config(), 30)
     plain = F.cross_entropy(predict_logits(model, split, 64), split.labels).item()
     smoothed = F.cross_entropy(predict_logits(model, split, 64), split.labels, label_smoothing=0.3).item()
     assert abs(plain - smoothed) > 1e-3

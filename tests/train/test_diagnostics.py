@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from fixtures import tiny_config
 
-from scratchformer.config import ModelConfig
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.diagnostics import attention_diagnostics, attention_entropy, layer_grad_norms
 
@@ -37,7 +37,7 @@ def test_padded_keys_and_queries_never_count():
 
 def test_diagnostics_of_a_model_cover_every_layer_and_head():
     torch.manual_seed(0)
-    model = TransformerClassifier(ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=3, max_len=16), 30)
+    model = TransformerClassifier(tiny_config(n_layers=3, ff_dim=128, dropout=0.1), 30)
     ids = F.pad(torch.randint(1, 30, (4, 8)), (0, 3))  # 3 PADs
     out = attention_diagnostics(model, ids)
     assert len(out) == 3 * 2 * 2 + 1
@@ -49,9 +49,7 @@ def test_diagnostics_of_a_model_cover_every_layer_and_head():
 
 def test_per_layer_gradient_norms_add_up_in_squares_to_the_global_norm():
     torch.manual_seed(0)
-    model = TransformerClassifier(
-        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=3, max_len=16, ngram_max=2), 30
-    )
+    model = TransformerClassifier(tiny_config(n_layers=3, ngram_max=2, ff_dim=128, dropout=0.1), 30)
     ids = torch.randint(1, 30, (4, 8))
     F.cross_entropy(model(ids), torch.tensor([0, 1, 0, 1])).backward()
     norms = layer_grad_norms(model)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from fixtures import tiny_config
 
-from scratchformer.config import ModelConfig, TrainConfig
+from scratchformer.config import TrainConfig
 from scratchformer.model.attention import causal_mask, scaled_dot_product_attention
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.classify import fit
@@ -114,9 +115,7 @@ def test_bf16_forward_with_padding_and_causal_masks_stays_finite():
         for mask in (blocked, blocked | causal_mask(8), causal_mask(8)):
             out, weights = scaled_dot_product_attention(q, k, v, mask)
             assert torch.isfinite(out).all() and torch.isfinite(weights).all()
-    model = TransformerClassifier(
-        ModelConfig(d_model=16, n_heads=2, n_layers=2, ff_dim=32, max_len=16, num_classes=2), 30
-    ).eval()
+    model = TransformerClassifier(tiny_config(n_layers=2, dropout=0.1), 30).eval()
     ids = torch.randint(1, 30, (3, 12), generator=g)
     ids[0, 5:] = 0  # padded
     ids[1, :] = 0  # all PAD
@@ -137,9 +136,7 @@ def test_a_short_bf16_run_learns():
 
 def ddp_worker_model():
     torch.manual_seed(0)
-    return TransformerClassifier(
-        ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0), 30
-    )
+    return TransformerClassifier(tiny_config(), 30)
 
 
 def test_fp16_needs_cuda_and_says_so():

@@ -1,7 +1,8 @@
 import pytest
 import torch
+from fixtures import tiny_config
 
-from scratchformer.config import ModelConfig, PretrainConfig
+from scratchformer.config import PretrainConfig
 from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
@@ -26,7 +27,7 @@ def test_masking_follows_the_80_10_10_rule():
 
 
 def test_mlm_head_ties_the_embedding():
-    model = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, max_len=16, num_classes=2), vocab_size=50)
+    model = TransformerClassifier(tiny_config(n_layers=2, ff_dim=128, dropout=0.1), vocab_size=50)
     head = MaskedLMHead(model.embed)
     assert head.embedding.weight is model.embed.weight
     assert head(torch.randn(7, 16)).shape == (7, 50)
@@ -44,7 +45,7 @@ def corpus(n=64):
 
 def test_pretraining_learns_the_corpus_and_round_trips(tmp_path):
     torch.manual_seed(0)
-    config = ModelConfig(d_model=32, n_heads=2, n_layers=2, ff_dim=64, max_len=16, dropout=0.0, num_classes=2)
+    config = tiny_config(d_model=32, n_layers=2, ff_dim=64)
     model = TransformerClassifier(config, vocab_size=50)
     short = pretrain(model, corpus(256), PretrainConfig(epochs=1, batch_size=16, lr=1e-2), [0, 2, 3], 4, 0, "cpu")
     longer = pretrain(model, corpus(256), PretrainConfig(epochs=20, batch_size=16, lr=1e-2), [0, 2, 3], 4, 0, "cpu")
@@ -56,16 +57,14 @@ def test_pretraining_learns_the_corpus_and_round_trips(tmp_path):
     assert torch.equal(fresh.embed.weight, model.embed.weight)
     save_no_pretraining(tmp_path / "none.pt")
     assert not load_pretrained(fresh, tmp_path / "none.pt")
-    other = TransformerClassifier(
-        ModelConfig(d_model=32, n_heads=4, n_layers=2, ff_dim=64, max_len=16, num_classes=2), 50
-    )
+    other = TransformerClassifier(tiny_config(d_model=32, n_heads=4, n_layers=2, ff_dim=64, dropout=0.1), 50)
     with pytest.raises(ValueError, match="pretrained with"):
         load_pretrained(other, tmp_path / "pre.pt")
 
 
 def test_a_resumed_pretraining_ends_bit_identical_to_an_uninterrupted_one():
     config = PretrainConfig(epochs=3, batch_size=16, lr=1e-2)
-    model_config = ModelConfig(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=16, num_classes=2)
+    model_config = tiny_config(d_model=32, ff_dim=64, dropout=0.1)
 
     def fresh():
         torch.manual_seed(0)  # dropout on: the RNG state must travel with the state too
