@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from scratchformer.analysis import acceptance
-from scratchformer.analysis.evaluation import confusion_table, per_class_scores, predict_logits, scores
+from scratchformer.analysis.evaluation import confusion_table, parts, per_class_scores, predict_logits, scores
 from scratchformer.config import Params
 from scratchformer.data.tokenization import read_class_names, read_tokenized
 from scratchformer.files import write_json
@@ -46,6 +46,10 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
         result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
         confusion = confusion_table(logits, split.labels, class_names)
         result[name]["per_class"] = per_class_scores(confusion["counts"], class_names)
+        for part, module in parts(model).items():  # what carries a blend's number
+            result[name][part] = {
+                "accuracy": scores(predict_logits(module, split, 256, device), split.labels)["accuracy"]
+            }
         write_json(confusion_dir / f"{name}.json", confusion)
     validation = splits["validation"]
     chosen = acceptance.padding_sample(validation.lengths.tolist())

@@ -105,3 +105,18 @@ def test_confusion_picture_carries_the_class_names():
     assert [t.get_text() for t in ax.get_xticklabels()] == NAMES
     assert [t.get_text() for t in ax.get_yticklabels()] == NAMES
     assert sorted(t.get_text() for t in ax.texts) == ["0"] * 5 + ["1"] * 4
+
+
+def test_a_blends_parts_are_its_transformers_and_its_nb_member():
+    from fixtures import tiny_config
+
+    from scratchformer.analysis.evaluation import parts
+    from scratchformer.model.classifier import Ensemble, TransformerClassifier
+    from scratchformer.model.naive_bayes import NBLogistic
+
+    members = [TransformerClassifier(tiny_config(), 30) for _ in range(2)]
+    nb = NBLogistic(2, 64, 30, 2, 0)
+    assert parts(members[0]) == {} and parts(Ensemble(members)) == {}  # no NB member: nothing to split
+    found = parts(Ensemble(members, nb))
+    assert found["nb"] is nb and list(found["transformers"].members) == members and found["transformers"].nb is None
+    assert parts(Ensemble(members[:1], nb))["transformers"] is members[0]

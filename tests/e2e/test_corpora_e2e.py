@@ -61,6 +61,11 @@ def test_metrics_and_confusion_are_per_class_with_names(repo):
     train = read(repo, "metrics/train.json")
     assert train["ensemble"] == 2 and train["pretrained"]
     assert train["nb_val_accuracy"] > 0.5 and train["nb_train_accuracy"] > 0.9  # one ratio per class, 3 classes
+    # The blend's parts, scored on their own by evaluate: the NB member's validation score is the one
+    # train measured when it fit it; the blend is neither part.
+    assert evaluation["validation"]["nb"]["accuracy"] == train["nb_val_accuracy"]
+    for split in ("validation", "test"):
+        assert set(evaluation[split]) >= {"nb", "transformers"} and 0 < evaluation[split]["transformers"]["accuracy"]
     baseline = read(repo, "metrics/baseline.json")["baseline"]  # multinomial logistic regression
     assert baseline["test"]["accuracy"] > 0.5
 

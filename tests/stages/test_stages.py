@@ -111,3 +111,47 @@ def test_tokenize_stage_checks_the_probe_before_any_output(tmp_path):
     with pytest.raises(ConfigError, match=r"tokenizer\.max_len=8"):
         tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
     assert not (tmp_path / "tokenized").exists()
+
+
+def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
+    """A blend of Transformers and an NB member: evaluate reports each part's own accuracy beside the blend's."""
+    import numpy as np
+    import torch
+    from fixtures import tiny_config
+
+    from scratchformer.analysis.evaluation import predict_logits
+    from scratchformer.data.tokenization import FlatIds, read_tokenized, write_tokenized
+    from scratchformer.model.checkpoint import save_checkpoint
+    from scratchformer.model.classifier import Ensemble, TransformerClassifier
+    from scratchformer.model.naive_bayes import NBLogistic
+    from stages import evaluate
+
+    torch.manual_seed(3)
+    members = [TransformerClassifier(tiny_config(), 30) for _ in range(2)]
+    nb = NBLogistic(2, 64, 30, 2, 0)
+    with torch.no_grad():
+        for p in nb.parameters():
+            p.normal_(0, 3.0)  # an NB member that disagrees with the Transformers
+    blend = Ensemble(members, nb).eval()
+    g = torch.Generator().manual_seed(0)
+    texts = [torch.randint(5, 30, (int(n),), generator=g).tolist() for n in torch.randint(3, 12, (60,), generator=g)]
+    labels = np.array([i % 2 for i in range(60)])
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
+    flat = FlatIds(np.array([t for x in texts for t in x], dtype=np.uint16), offsets, np.diff(offsets))
+    for split in ("validation", "test"):
+        write_tokenized(tmp_path / "tokenized" / split, flat, labels)
+    (tmp_path / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
+    save_checkpoint(tmp_path / "model.pt", blend, tokenizer_max_len=16, class_names=["negative", "positive"])
+    params = from_dict({"acceptance": {"validation_accuracy": 0.01}})
+    result = evaluate.run(params, tmp_path / "model.pt", tmp_path / "tokenized", tmp_path / "m.json", tmp_path / "c")
+
+    split = read_tokenized(tmp_path / "tokenized" / "validation")
+
+    def accuracy(model):
+        return (predict_logits(model, split, 256).argmax(-1) == split.labels).sum().item() / len(split.labels)
+
+    own = {"nb": accuracy(nb), "transformers": accuracy(Ensemble(members))}
+    assert own["nb"] != own["transformers"]  # the case is one where the parts differ
+    for part, value in own.items():
+        assert result["validation"][part]["accuracy"] == pytest.approx(value, abs=1e-12), part
+    assert result["validation"]["accuracy"] == pytest.approx(accuracy(blend), abs=1e-12)

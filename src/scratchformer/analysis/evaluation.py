@@ -17,7 +17,7 @@ from sklearn.metrics import confusion_matrix
 from torch import Tensor
 
 from scratchformer.data.tokenization import TokenizedSplit, batches
-from scratchformer.model.classifier import Classifier, eval_mode
+from scratchformer.model.classifier import Classifier, Ensemble, eval_mode
 
 DECIMALS = 5
 
@@ -30,6 +30,18 @@ def predict_logits(
     with eval_mode(model):
         out = [model(ids.to(device)).float().cpu() for ids, _ in batches(split, batch_size, model.pad_id)]
     return torch.cat(out)
+
+
+def parts(model: Classifier) -> dict[str, torch.nn.Module]:
+    """The parts of a blend that carry a score of their own: its Transformers together, its NB member.
+
+    A blend of Transformers and the NB member is scored as a whole; its parts' own scores
+    say which of them carries the number. A model without an NB member has no parts.
+    """
+    if not isinstance(model, Ensemble) or model.nb is None:
+        return {}
+    members = list(model.members)
+    return {"transformers": members[0] if len(members) == 1 else Ensemble(members), "nb": model.nb}
 
 
 def rounded(value: float) -> float:
