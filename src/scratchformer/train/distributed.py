@@ -17,6 +17,7 @@ collectives on CPU, nccl on CUDA. Only rank 0 writes outputs.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -131,8 +132,15 @@ def init(device_name: str) -> World:
 
 
 def shutdown() -> None:
-    """Leave the process group, if this process joined one."""
+    """Leave the process group, if this process joined one.
+
+    DistributedDataParallel's reducer holds the group and sits in a reference cycle, so it
+    outlives the training loop until a garbage collection; collected only at interpreter exit,
+    it would tear gloo's threads down there, where a rank can abort ("terminate called without
+    an active exception"). Collect first, so the group is released while Python is whole.
+    """
     if dist.is_initialized():
+        gc.collect()
         dist.destroy_process_group()
 
 
