@@ -40,13 +40,14 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
             f"{len(class_names)} ({', '.join(class_names)}); run `dvc repro`"
         )
     splits = {name: read_tokenized(tokenized_dir / name) for name in ("validation", "test")}
+    blend_parts = parts(model)  # what carries a blend's number (none without an NB member)
     for name, split in splits.items():
         logits = predict_logits(model, split, batch_size=256, device=device)
         s = scores(logits, split.labels)
         result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
         confusion = confusion_table(logits, split.labels, class_names)
         result[name]["per_class"] = per_class_scores(confusion["counts"], class_names)
-        for part, module in parts(model).items():  # what carries a blend's number
+        for part, module in blend_parts.items():
             result[name][part] = {
                 "accuracy": scores(predict_logits(module, split, 256, device), split.labels)["accuracy"]
             }

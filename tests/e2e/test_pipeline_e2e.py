@@ -148,7 +148,7 @@ def test_metrics_and_plots_commands_work(repo):
     assert 0 <= shown["metrics/eval.json"]["data"]["acceptance"]["attention_max_abs_err"] < 1e-5
     assert shown["metrics/train.json"]["data"]["epochs"] == 1
     plots = json.loads(run(["dvc", "plots", "show", "--json"], repo))["data"]
-    epochs = [row for row in plots["Accuracy per epoch"][0]["content"]["data"]["values"]]
+    epochs = plots["Accuracy per epoch"][0]["content"]["data"]["values"]
     files = {row["filename::field"] for row in epochs}
     assert files == {"val_accuracy.tsv::val_accuracy", "train_accuracy.tsv::train_accuracy"}
     val = [float(row["val_accuracy"]) for row in epochs if "val_accuracy" in row]
