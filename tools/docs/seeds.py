@@ -53,7 +53,7 @@ def seed_groups(records: list[dict[str, Any]], min_seeds: int = 2) -> list[dict[
     return out
 
 
-def seed_table(groups: list[dict[str, Any]], labels: dict[tuple, str] | None = None) -> str:
+def seed_table(groups: list[dict[str, Any]]) -> str:
     """Markdown: one row per group, accuracy as mean ± std (min–max) over its seeds."""
 
     def cell(stats: dict[str, float]) -> str:
