@@ -53,6 +53,11 @@ def run(
     the ensemble. Member 0's curves and probe snapshots are the plotted ones; the
     others' curves are logged under ``member<k>/``.
 
+    With ``train.nb_ngrams`` > 0 an NB-weighted n-gram model is fit first, on the
+    train split: it joins the ensemble (``train.nb_role`` member), or it only
+    teaches (teacher): with ``train.distill`` > 0 every member's targets mix in
+    its probabilities, and the saved model is the Transformers alone.
+
     The :class:`~scratchformer.train.run.Run` records it all: at the end of every
     epoch the state of the run goes to ``state_path``; a rerun with the same
     params (``PARAMS``), inputs and code continues from there, and the file is
@@ -69,19 +74,21 @@ def run(
     device = world.place(pick_device(params.train.device))
     log.info("rank %d of %d, on %s, %d threads", world.rank, world.size, device, torch.get_num_threads())
     probe = make_probe(params.probe, tokenizer, params.tokenizer.max_len)
+    nb = fit_nb(params, train_split, val_split, tokenizer) if params.train.nb_ngrams else None
+    teacher = nb[0] if nb and params.train.distill else None
     key = run_key(params.select(PARAMS), [tokenized_dir, tokenizer_dir, pretrained_path], stage_code("train"))
     members = []
     with Run(state_path, key, world, partial(Live, str(live_dir), dvcyaml=False, save_dvc_exp=False)) as recorded:
         for k in range(params.train.ensemble):
             shown = probe if k == 0 else None  # member 0's snapshots are the plotted ones
             args = (params, tokenizer, train_split, val_split, pretrained_path, device, recorded, shown, world)
-            members.append(train_member(k, *args))
+            members.append(train_member(k, *args, teacher=teacher))
     if not world.main:
         return None
     histories = [m.history for m in members]
-    nb = fit_nb(params, train_split, val_split, tokenizer) if params.train.nb_ngrams else None
     transformers = [m.model for m in members]
-    final = transformers[0] if len(members) == 1 and nb is None else Ensemble(transformers, nb[0] if nb else None)
+    member = nb[0] if nb and params.train.nb_role == "member" else None  # a teacher stays out of the model
+    final = transformers[0] if len(members) == 1 and member is None else Ensemble(transformers, member)
     save_checkpoint(
         model_path,
         final,
@@ -105,7 +112,7 @@ def run(
     }
     if len(members) > 1:  # each member's own best validation accuracy, beside the ensemble's in eval
         metrics["member_val_accuracy"] = {str(k): h.best["val_accuracy"] for k, h in enumerate(histories)}
-    if nb:  # the NB member alone, beside the ensemble's in eval
+    if nb:  # the NB model alone (member or teacher), beside the ensemble's in eval
         metrics["nb_train_accuracy"], metrics["nb_val_accuracy"] = nb[1], nb[2]
     write_json(
         snapshots_path,

@@ -186,3 +186,17 @@ def test_a_training_stage_resume_key_digests_exactly_the_params_it_declares():
     ):
         assert digest(stage, **read) != digest(stage), read
         assert digest(stage, **unread) == digest(stage), unread
+
+
+@pytest.mark.parametrize(
+    ("train", "message"),
+    [
+        ({"distill": 0.5}, r"train\.distill=0\.5 needs a teacher: set train\.nb_ngrams > 0"),
+        ({"nb_ngrams": 3, "nb_role": "teacher"}, r"train\.nb_role='teacher' teacher needs train\.distill > 0"),
+        ({"nb_ngrams": 3, "distill": 1.5}, r"train\.distill=1\.5 must be in \[0, 1\]"),
+    ],
+)
+def test_a_teacher_without_a_lesson_or_a_lesson_without_a_teacher_is_refused(train, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict({"train": train})
+    assert from_dict({"train": {"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5}}).train.distill == 0.5

@@ -155,3 +155,47 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     for part, value in own.items():
         assert result["validation"][part]["accuracy"] == pytest.approx(value, abs=1e-12), part
     assert result["validation"]["accuracy"] == pytest.approx(accuracy(blend), abs=1e-12)
+
+
+def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_path, monkeypatch):
+    """train.nb_role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone."""
+    import torch
+
+    from scratchformer.model.checkpoint import load_checkpoint
+    from scratchformer.model.classifier import Ensemble
+    from scratchformer.train import ensemble
+    from stages import download, tokenize, train
+
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
+    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
+    model = {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32}
+    train_params = {"epochs": 1, "batch_size": 16, "ensemble": 2, "nb_ngrams": 2, "nb_role": "teacher", "distill": 0.5}
+    params = from_dict(
+        {
+            "data": {"source": "corpus"},
+            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
+            "model": model,
+            "train": train_params,
+            "probe": {"text": "房间很差。", "query_token": "差"},
+        }
+    )
+    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json")
+    tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
+    save_no_pretraining(tmp_path / "pretrained.pt")
+    taught = []
+    member = ensemble.train_member
+
+    def spied(k, *args, teacher):
+        taught.append(teacher)
+        return member(k, *args, teacher=teacher)
+
+    monkeypatch.setattr(train, "train_member", spied)
+    out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
+    inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
+    metrics = train.run(params, *inputs, *out.values())
+    assert len(taught) == 2 and taught[0] is taught[1] is not None  # one teacher, fit once, for every member
+    saved, _ = load_checkpoint(out["model.pt"])
+    assert isinstance(saved, Ensemble) and saved.nb is None and len(saved.members) == 2
+    assert 0.5 <= metrics["nb_val_accuracy"] <= 1.0  # the teacher's own score is recorded
+    assert not any(isinstance(m, torch.nn.Module) and "NB" in type(m).__name__ for m in saved.modules())

@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from fixtures import tiny_config
+from torch import nn
 
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.config import PretrainConfig, TrainConfig
@@ -12,7 +13,7 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.train.classify import Steps, drop_tokens, fit, grad_norm_summary
+from scratchformer.train.classify import Classification, Steps, drop_tokens, fit, grad_norm_summary
 from scratchformer.train.distributed import pick_device
 from scratchformer.train.loop import NOTHING, Settings, TrainingDivergedError
 from scratchformer.train.optim import lr_factor, parameter_groups
@@ -334,3 +335,39 @@ def test_the_loop_settings_come_from_the_section_and_the_train_sections_precisio
     # The defaults are what pretraining hard-coded before they were params.
     default = Settings.from_config(PretrainConfig(), TrainConfig())
     assert (default.grad_clip, default.schedule, default.bucket_by_length) == (1.0, "cosine", True)
+
+
+class CountTeacher(nn.Module):
+    """A fitted model stand-in: confident that a text is class 1 when token 1 outnumbers token 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.tensor(5.0))
+
+    def forward(self, ids):
+        margin = ((ids == 1).sum(1) - (ids == 2).sum(1)).float()
+        return torch.stack([-margin, margin], dim=1) * self.scale
+
+
+def test_the_distillation_target_mixes_the_labels_with_the_teachers_probabilities():
+    model, teacher = _model(), CountTeacher()
+    ids, labels = torch.tensor([[1, 1, 2], [2, 2, 1]]), torch.tensor([0, 0])
+    target = Classification(model, teacher=teacher, distill=0.25).target(ids, labels, 2)
+    taught = teacher(ids).softmax(1)
+    assert torch.allclose(target, 0.75 * F.one_hot(labels, 2).float() + 0.25 * taught)
+    assert Classification(model, teacher=teacher, distill=0.0).target(ids, labels, 2) is labels  # off: the labels
+
+
+@pytest.mark.parametrize("distill", [0.0, 1.0])
+def test_a_student_taught_by_a_teacher_follows_it_and_leaves_it_untrained(distill):
+    """Labels say the opposite of the teacher: with distill = 1 the student learns the teacher's rule."""
+    flipped, honest = _split(256, 0, flip=True), _split(128, 1)
+    model, teacher = _model(), CountTeacher()
+    config = TrainConfig(epochs=6, batch_size=16, lr=5e-3, token_dropout=0.2, distill=distill, nb_ngrams=1)
+    fit(model, flipped, honest, config, 0, torch.device("cpu"), teacher=teacher)
+    agrees = (predict_logits(model, honest, 64).argmax(1) == honest.labels).float().mean().item()
+    if distill:
+        assert agrees > 0.75  # the teacher's rule, learnt against the labels
+        assert teacher.scale.item() == 5.0 and not teacher.scale.requires_grad  # frozen: never trained
+    else:
+        assert agrees < 0.25  # the labels' (flipped) rule

@@ -152,6 +152,8 @@ class TrainConfig:
     nb_ngrams: int = 0  # > 0: an NB-weighted logistic regression over 1..n-grams joins the ensemble (nbsvm.py)
     nb_c: float = 1.0  # its inverse L2 strength, as scikit-learn's C
     nb_buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
+    nb_role: Literal["member", "teacher"] = "member"  # teacher: it only teaches (distill), the model is the rest
+    distill: float = 0.0  # weight of the NB model's probabilities on each step's (noised) batch in the target
 
     def __post_init__(self) -> None:
         require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -181,6 +183,19 @@ class TrainConfig:
         require(self.nb_ngrams >= 0, "train.nb_ngrams", self.nb_ngrams, "must be >= 0 (0 = no NB member)")
         require(self.nb_c > 0, "train.nb_c", self.nb_c, "must be > 0")
         require(self.nb_buckets >= 1, "train.nb_buckets", self.nb_buckets, "must be >= 1")
+        require(0 <= self.distill <= 1, "train.distill", self.distill, "must be in [0, 1]")
+        require(
+            self.distill == 0 or self.nb_ngrams > 0,
+            "train.distill",
+            self.distill,
+            "needs a teacher: set train.nb_ngrams > 0 (the NB model's n-gram order)",
+        )
+        require(
+            self.nb_role == "member" or self.distill > 0,
+            "train.nb_role",
+            self.nb_role,
+            "teacher needs train.distill > 0: a teacher that teaches nothing would be fit for nothing",
+        )
 
 
 @dataclass(frozen=True)

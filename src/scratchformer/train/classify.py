@@ -93,14 +93,33 @@ class Classification(nn.Module):
 
     ``prepare`` hides tokens (``token_dropout``) on the whole global batch, so
     every process sees the same corruption whatever its share.
+
+    With a ``teacher`` (a fitted model, frozen here) and ``distill`` = α > 0,
+    each row's target is a mixture (Hinton et al., 2015, at temperature 1):
+
+        target = (1 − α) · onehot(label) + α · softmax(teacher(ids))
+
+    where ``ids`` is the row as the student sees it at this step, noise and
+    all: every epoch shows the student new corrupted copies of the train texts,
+    each labelled by the teacher, so it learns the teacher's function around
+    the data and not only its answers on the clean texts. The loss stays the
+    cross-entropy against that target (label smoothing then applies to it).
     """
 
-    unused_parameters = False  # every parameter of the classifier takes part in its loss
+    unused_parameters = False  # every trainable parameter takes part in its loss (the teacher trains none)
 
-    def __init__(self, model: TransformerClassifier, label_smoothing: float = 0.0, token_dropout: float = 0.0):
+    def __init__(
+        self,
+        model: TransformerClassifier,
+        label_smoothing: float = 0.0,
+        token_dropout: float = 0.0,
+        teacher: nn.Module | None = None,
+        distill: float = 0.0,
+    ):
         super().__init__()
         self.model = model
-        self.label_smoothing, self.token_dropout = label_smoothing, token_dropout
+        self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
+        self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
 
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         if self.token_dropout:
@@ -113,11 +132,24 @@ class Classification(nn.Module):
     def grad_groups(self) -> dict[str, list[nn.Parameter]]:
         return grouped_parameters(self.model)
 
+    def target(self, ids: Tensor, labels: Tensor, num_classes: int) -> Tensor:
+        """The labels, or with a teacher the (B, K) mixture of the labels and its probabilities on ``ids``."""
+        if self.teacher is None:
+            return labels
+        with torch.no_grad():
+            taught = self.teacher(ids).float().softmax(dim=1)
+        onehot = F.one_hot(labels, num_classes).to(taught.dtype)
+        return (1 - self.distill) * onehot + self.distill * taught
+
     def forward(self, ids: Tensor, labels: Tensor) -> StepResult:
         logits = self.model(ids).float()  # (B, K); the loss in fp32 whatever the forward's precision
-        loss = F.cross_entropy(logits, labels, label_smoothing=self.label_smoothing, reduction="sum")
-        with torch.no_grad():  # the smoothing-free loss, comparable with val_loss
-            plain = F.cross_entropy(logits, labels, reduction="sum") if self.label_smoothing else loss.detach()
+        target = self.target(ids, labels, logits.size(1))
+        loss = F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
+        if target is labels and not self.label_smoothing:
+            plain = loss.detach()
+        else:  # the plain loss on the labels alone, comparable with val_loss
+            with torch.no_grad():
+                plain = F.cross_entropy(logits, labels, reduction="sum")
         return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
 
 
@@ -132,6 +164,7 @@ def fit(
     resume: dict | None = None,
     member: int = 0,
     world: World = ALONE,
+    teacher: nn.Module | None = None,
 ) -> History:
     """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
@@ -153,6 +186,9 @@ def fit(
     ``recorder.epoch`` (averaging the last few hundred steps' weights smooths out the
     noise of the final minibatches, much like an ensemble of nearby checkpoints).
 
+    With a ``teacher`` and ``config.distill`` > 0, the targets mix in the
+    teacher's probabilities on each noised batch (:class:`Classification`).
+
     With several processes (``world``), every rank calls ``fit``; only rank 0
     validates, selects and records epochs and states.
 
@@ -161,7 +197,7 @@ def fit(
     it had never stopped, bit for bit.
     """
     loop = Loop(
-        Classification(model, config.label_smoothing, config.token_dropout),
+        Classification(model, config.label_smoothing, config.token_dropout, teacher, config.distill),
         Settings.from_config(config),
         seed,
         math.ceil(len(train) / config.batch_size),

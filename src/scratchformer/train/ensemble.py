@@ -50,8 +50,12 @@ def train_member(
     run: Run,
     probe: Probe | None = None,
     world: World = ALONE,
+    teacher: NBLogistic | None = None,
 ) -> Member:
     """Member ``k`` of ``run``, trained from seed ``params.seed + k``, at its best epoch.
+
+    With a ``teacher`` and ``train.distill`` > 0 its targets mix in the teacher's
+    probabilities (:class:`~scratchformer.train.classify.Classification`).
 
     A member that finished before the run stopped is restored instead; one that
     had begun carries on from its last epoch. With a ``probe``, its snapshot at
@@ -68,7 +72,7 @@ def train_member(
     pretrained = load_pretrained(model, pretrained_path)
     recorder = run.member(k, probe)
     config = params.train
-    history = fit(model, train_split, val_split, config, seed, device, recorder, recorder.resume, k, world)
+    history = fit(model, train_split, val_split, config, seed, device, recorder, recorder.resume, k, world, teacher)
     if world.main:  # only rank 0 validates and selects
         model.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the selected epoch
     member = Member(model, history, recorder.snapshots, pretrained)
@@ -79,9 +83,12 @@ def train_member(
 def fit_nb(
     params: Params, train_split: TokenizedSplit, val_split: TokenizedSplit, tokenizer: PreTrainedTokenizerBase
 ) -> tuple[NBLogistic, float, float]:
-    """The NB-weighted n-gram member (:mod:`scratchformer.model.naive_bayes`), fit on the train split.
+    """The NB-weighted n-gram model (:mod:`scratchformer.model.naive_bayes`), fit on the train split.
 
-    Returns it with its train and validation accuracy.
+    Returns it with its train and validation accuracy. It joins the ensemble
+    (``train.nb_role`` member), or only teaches (teacher); either way it is
+    fit before the Transformers, deterministically (full-batch L-BFGS), so
+    every process of a multi-process run and every resumed run fits the same one.
     """
     pad_id = tokenizer.pad_token_id
     nb = NBLogistic(params.train.nb_ngrams, params.train.nb_buckets, len(tokenizer), params.model.num_classes, pad_id)

@@ -19,13 +19,14 @@ def parameter_groups(modules: Iterable[nn.Module], weight_decay: float) -> list[
     decay would shrink rare tokens towards nothing) and the pooling query are
     offsets and scales, not mixers, and are left alone (as in nanoGPT's
     ``configure_optimizers``, with embeddings in the no-decay group). A
-    parameter shared by two modules (a tied embedding) is listed once.
+    parameter shared by two modules (a tied embedding) is listed once; a frozen
+    one (a distillation teacher) is not listed.
     """
     decay, no_decay, seen = [], [], set()
     for module in modules:
         for sub in module.modules():
             for name, p in sub.named_parameters(recurse=False):
-                if id(p) in seen:
+                if id(p) in seen or not p.requires_grad:
                     continue
                 seen.add(id(p))
                 (decay if isinstance(sub, nn.Linear) and name == "weight" else no_decay).append(p)
