@@ -11,6 +11,7 @@ committed comparison table.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shlex
 import sys
@@ -18,14 +19,17 @@ from pathlib import Path
 
 from scratchformer.files import write_text
 from scratchformer.render import markdown
+from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json, run
 from scratchformer.reporting.experiments import experiments, workspace_metrics
-from tools.docs import results
+from tools.docs import levers, results
 from tools.docs.seeds import seed_groups, seed_table
 
 # Blocks that other commands write; `readme` leaves them as they are.
 WRITTEN_ELSEWHERE = {
     "ablations": "python -m tools.docs.report ablations",
+    "levers": "python -m tools.docs.report levers",
+    "resplit": "python -m tools.docs.report levers",
     "layers": "python -m tools.docs.report layers",
     "scale": "python benchmarks/scale.py --doc docs/corpus.md",
     "scale-out": "python benchmarks/scale_out.py --doc docs/scale-out.md",
@@ -88,6 +92,10 @@ def make(name: str, text: str, src: Sources) -> str | None:
         if not groups:
             print("no experiments here that differ only in seed: seeds block left as committed")
         return seed_table(groups) if groups else None
+    if name == "transformer":  # one sentence on the `transformer` recipe's seeds, from the lever record
+        record = src.root / levers.RECORD
+        runs = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
+        return levers.recipe_line(runs, "transformer", recipes.load("transformer", src.root / "recipes"))
     if name == "review":
         return review_block(text)
     if name == "predict":

@@ -14,7 +14,7 @@ from scratchformer.files import write_text
 from scratchformer.render import markdown
 from scratchformer.reporting.commands import dvc_json
 from scratchformer.reporting.experiments import experiments
-from tools.docs import ablations, pages, results
+from tools.docs import ablations, levers, pages, results
 from tools.docs.seeds import seed_groups, seed_table
 
 
@@ -22,15 +22,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.docs.report", description=__doc__)
     parser.add_argument(
         "what",
-        choices=["readme", "review", "ablations", "layers", "seeds"],
+        choices=["readme", "review", "ablations", "layers", "levers", "seeds"],
         help="readme: every block of README.md and docs/; review: only the example review (docs/review.md); "
         "ablations: docs/ablations.md; layers: only its Pre-LN vs Post-LN layer table; "
+        "levers: its one-Transformer levers and re-split check (kept in docs/levers.json); "
         "seeds: print experiments that differ only in seed as mean ± std",
     )
     parser.add_argument("--file", type=Path, help="only this page (default: README.md and docs/*.md)")
     args = parser.parse_args(argv)
     if args.what == "seeds":
         print(seed_table(seed_groups(experiments(dvc_json("exp", "show", "--all-commits")))))
+        return
+    if args.what == "levers":
+        path = args.file or Path("docs/ablations.md")
+        levers.update_levers(path, dvc_json("exp", "show", "--all-commits"))
+        print(f"updated {path} and {levers.RECORD}")
         return
     if args.what in ("ablations", "layers"):
         path = args.file or Path("docs/ablations.md")

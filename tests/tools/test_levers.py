@@ -1,0 +1,76 @@
+import json
+
+from scratchformer.render.markdown import block
+from tools.docs.levers import lever_records, levers_table, resplit_table, update_levers
+
+
+def exp(name, val, test, epochs=7, distill=0.0, split=None, seed=42, nblr=(0.92, 0.93)):
+    """One experiment as ``dvc exp show --json`` nests it (only the keys the levers read)."""
+    data = {"split": split, "resplit": split is not None}
+    params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}}
+    metrics = {
+        "metrics/eval.json": {"data": {"validation": {"accuracy": val}, "test": {"accuracy": test}}},
+        "metrics/baseline.json": {
+            "data": {"nblr": {"validation": {"accuracy": nblr[0]}, "test": {"accuracy": nblr[1]}}}
+        },
+    }
+    return {"rev": name, "name": name, "data": {"params": {"params.yaml": {"data": params}}, "metrics": metrics}}
+
+
+def exp_show(*exps):
+    return [{"rev": "c0ffee0", "name": "main", "data": {}, "experiments": [{"revs": list(exps)}]}]
+
+
+def sweep():
+    return exp_show(
+        exp("tf1-s42", 0.90, 0.91, seed=42),
+        exp("tf1-s52", 0.90, 0.92, seed=52),
+        exp("kd-s42", 0.93, 0.93, distill=0.5, seed=42),
+        exp("kd-s52", 0.93, 0.95, distill=0.5, seed=52),
+        exp("rs-kd-s52", 0.91, 0.94, distill=0.5, split=[0.8, 0.1, 0.1], seed=52, nblr=(0.92, 0.93)),
+        exp("other", 0.99, 0.99),  # not named like a lever: left out
+    )
+
+
+def rows(table):
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+
+
+def test_levers_are_grouped_by_name_and_measured_against_the_control_and_nblr():
+    from scratchformer.reporting.experiments import experiments
+
+    records = lever_records(experiments(sweep()))
+    assert [r["name"] for r in records] == ["kd-s42", "kd-s52", "tf1-s42", "tf1-s52", "rs-kd-s52"]
+    table = {r[0]: r for r in rows(levers_table(records))}
+    assert set(table) == {"`kd`", "`tf1`"}
+    kd, tf1 = table["`kd`"], table["`tf1`"]
+    assert kd[1] == "`train.distill=0.5`" and tf1[1] == "`train.epochs=7`"  # kd against tf1; tf1 against defaults
+    assert kd[3] == "0.9300 ± 0.0000" and kd[4] == "0.9400 ± 0.0141"
+    assert kd[5] == "+0.0300 / +0.0250"
+    assert kd[7] == "yes" and tf1[7] == "no"  # 0.93/0.94 clears NB-LR's 0.92/0.93; 0.90/0.915 does not
+    (resplit,) = rows(resplit_table(records))
+    assert resplit[0] == "`rs-kd-s52`" and resplit[2] == "0.9100 / 0.9400" and resplit[4] == "no"  # val below
+
+
+def test_the_record_keeps_runs_that_are_no_longer_at_hand(tmp_path):
+    page = tmp_path / "ablations.md"
+    page.write_text("<!-- levers:start -->\n<!-- levers:end -->\n<!-- resplit:start -->\n<!-- resplit:end -->\n")
+    record = tmp_path / "levers.json"
+    update_levers(page, sweep(), record)
+    update_levers(page, exp_show(exp("kd-s62", 0.95, 0.95, distill=0.5, seed=62)), record)  # another clone's run
+    names = [r["name"] for r in json.loads(record.read_text())]
+    assert names == ["kd-s42", "kd-s52", "kd-s62", "tf1-s42", "tf1-s52", "rs-kd-s52"]
+    assert "42, 52, 62" in block(page.read_text(), "levers")
+
+
+def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
+    from scratchformer.reporting.experiments import experiments
+    from tools.docs.levers import recipe_line
+
+    records = lever_records(experiments(sweep()))
+    line = recipe_line(records, "transformer", {"train.epochs": 7, "train.distill": 0.5, "train.ensemble": 1})
+    assert "over seeds 42, 52: validation 0.9300 ± 0.0000, test 0.9400 ± 0.0141" in line
+    assert line.endswith("against NB-LR's 0.9200 / 0.9300: above NB-LR on both splits.")
+    below = recipe_line(records, "tf", {"train.epochs": 7})
+    assert "test 0.9150 ± 0.0071" in below and below.endswith("not above NB-LR on both splits.")
+    assert "no recorded runs" in recipe_line(records, "x", {"train.epochs": 9})

@@ -1,0 +1,170 @@
+"""docs/ablations.md's lever tables: what each change to one Transformer does over three seeds,
+beside NB-LR fit on the same split, and the `transformer` recipe on re-split corpora.
+
+An experiment named ``<lever>-s<seed>`` (``dvc exp run -n kd-s42 …``) is one seed of one
+lever; ``rs-<lever>-s<seed>`` is the same lever on the corpus re-split (``data.split`` with
+``data.resplit``) by that seed. ``python -m tools.docs.report levers`` gathers them from
+``dvc exp show --json --all-commits`` into ``docs/levers.json`` (experiments live only in
+the clone that ran them; the file is the record the tables are rebuilt from) and rewrites
+the ``levers`` and ``resplit`` blocks from it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+from scratchformer.files import write_text
+from scratchformer.render import markdown
+from scratchformer.reporting.experiments import experiments
+from tools.docs.ablations import REFERENCE
+
+RECORD = Path("docs/levers.json")
+NAME = re.compile(r"^(?P<resplit>rs-)?(?P<lever>[a-z0-9][a-z0-9.-]*?)-s(?P<seed>\d+)$")
+CONTROL = "tf1"  # the lever the others are measured against: the recipe without a teacher
+KEPT = {  # what a lever's record keeps of its experiment
+    "val": "eval:validation.accuracy",
+    "test": "eval:test.accuracy",
+    "nblr_val": "baseline:nblr.validation.accuracy",
+    "nblr_test": "baseline:nblr.test.accuracy",
+    "best_epoch": "train:best_epoch",
+    "teacher_val": "train:nb_val_accuracy",
+}
+
+
+def lever_records(records: list[dict]) -> list[dict[str, Any]]:
+    """The evaluated experiments named like a lever's seed, each with the params it changed from the defaults."""
+    out = []
+    for r in records:
+        match = NAME.match(r.get("name") or "")
+        if not match or r.get(KEPT["val"]) is None:
+            continue
+        params = {k: v for k, v in r.items() if ":" not in k and k not in ("name", "rev", "baseline")}
+        changed = {k: v for k, v in sorted(params.items()) if k != "seed" and k in REFERENCE and v != REFERENCE[k]}
+        out.append(
+            {
+                "name": r["name"],
+                "lever": match["lever"],
+                "resplit": bool(match["resplit"]),
+                "seed": int(match["seed"]),
+                "changed": changed,
+                **{key: r.get(source) for key, source in KEPT.items()},
+            }
+        )
+    return sorted(out, key=lambda x: (x["resplit"], x["lever"], x["seed"]))
+
+
+def _stats(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def _changes(changed: dict, against: dict) -> str:
+    diff = {k: v for k, v in changed.items() if against.get(k, REFERENCE.get(k)) != v}
+    gone = {k: REFERENCE[k] for k in against if k not in changed}
+    return ", ".join(f"`{k}={v}`" for k, v in {**diff, **gone}.items()) or "—"
+
+
+def _groups(records: list[dict], resplit: bool) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        if r["resplit"] == resplit:
+            groups.setdefault(r["lever"], []).append(r)
+    return groups
+
+
+def levers_table(records: list[dict]) -> str:
+    """One row per lever on the corpus's own splits: seeds, accuracy mean ± std, change against the control."""
+    groups = _groups(records, resplit=False)
+    control = groups.get(CONTROL)
+    rows = []
+    for lever, runs in groups.items():
+        val, test = [r["val"] for r in runs], [r["test"] for r in runs]
+        against = control[0]["changed"] if control and lever != CONTROL else {}
+        delta = "—"
+        if control and lever != CONTROL:
+            dv = statistics.fmean(val) - statistics.fmean(r["val"] for r in control)
+            dt = statistics.fmean(test) - statistics.fmean(r["test"] for r in control)
+            delta = f"{dv:+.4f} / {dt:+.4f}"
+        nblr = runs[0]
+        above = statistics.fmean(val) >= nblr["nblr_val"] and statistics.fmean(test) >= nblr["nblr_test"]
+        rows.append(
+            [
+                f"`{lever}`",
+                _changes(runs[0]["changed"], against),
+                ", ".join(str(r["seed"]) for r in runs),
+                _stats(val),
+                _stats(test),
+                delta,
+                f"{nblr['nblr_val']:.4f} / {nblr['nblr_test']:.4f}",
+                "yes" if above else "no",
+            ]
+        )
+    header = [
+        "lever",
+        f"params (against `{CONTROL}`; for `{CONTROL}`, against params.yaml)",
+        "seeds",
+        "val acc, mean ± std",
+        "test acc, mean ± std",
+        f"Δ val / test vs `{CONTROL}`",
+        "NB-LR val / test",
+        "mean ≥ NB-LR on both",
+    ]
+    return markdown.table(header, rows)
+
+
+def resplit_table(records: list[dict]) -> str:
+    """One row per re-split run: the lever's accuracy beside NB-LR's, fit on that same split."""
+    rows = [
+        [
+            f"`{r['name']}`",
+            str(r["seed"]),
+            f"{r['val']:.4f} / {r['test']:.4f}",
+            f"{r['nblr_val']:.4f} / {r['nblr_test']:.4f}",
+            "yes" if r["val"] >= r["nblr_val"] and r["test"] >= r["nblr_test"] else "no",
+        ]
+        for runs in _groups(records, resplit=True).values()
+        for r in runs
+    ]
+    header = ["run", "split seed", "val / test acc", "NB-LR val / test (same split)", "≥ NB-LR on both"]
+    return markdown.table(header, rows) if rows else "No re-split runs recorded."
+
+
+def update_levers(path: Path, exp_show: list[dict] | None, record: Path = RECORD) -> None:
+    """Merge the lever experiments of ``exp_show`` (when given) into ``record``; rewrite the blocks of ``path``."""
+    kept = {r["name"]: r for r in json.loads(record.read_text(encoding="utf-8"))} if record.is_file() else {}
+    for r in lever_records(experiments(exp_show or [])):
+        kept[r["name"]] = r
+    records = sorted(kept.values(), key=lambda x: (x["resplit"], x["lever"], x["seed"]))
+    write_text(record, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+    text = path.read_text(encoding="utf-8")
+    text = markdown.replace_block(text, "levers", levers_table(records))
+    text = markdown.replace_block(text, "resplit", resplit_table(records))
+    write_text(path, text)
+
+
+def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
+    """The runs on the corpus's own splits whose params are exactly the defaults plus ``recipe``."""
+    wanted = {k: v for k, v in sorted(recipe.items()) if REFERENCE.get(k) != v}
+    return [r for r in records if not r["resplit"] and r["changed"] == wanted]
+
+
+def recipe_line(records: list[dict], name: str, recipe: dict[str, Any]) -> str:
+    """One sentence: the recipe's seeds, mean ± std on both splits, and whether that clears NB-LR on both."""
+    runs = recipe_runs(records, recipe)
+    link = f"[`{name}` recipe](recipes/{name}.yaml)"
+    if not runs:
+        return f"The {link} has no recorded runs yet (`python -m tools.docs.report levers` records them)."
+    val, test = [r["val"] for r in runs], [r["test"] for r in runs]
+    nblr_val, nblr_test = runs[0]["nblr_val"], runs[0]["nblr_test"]
+    above = statistics.fmean(val) >= nblr_val and statistics.fmean(test) >= nblr_test
+    verdict = "above NB-LR on both splits" if above else "not above NB-LR on both splits"
+    return (
+        f"One Transformer alone, the {link} (no NB member, no ensemble at inference), over seeds "
+        f"{', '.join(str(r['seed']) for r in runs)}: validation {_stats(val)}, test {_stats(test)} "
+        f"against NB-LR's {nblr_val:.4f} / {nblr_test:.4f}: {verdict}."
+    )
