@@ -1,12 +1,11 @@
-"""On a machine with CUDA: the default pipeline and the `best` recipe, fp32 against bf16.
+"""On a machine with CUDA: the default pipeline and the `best` and `transformer` recipes, fp32 against bf16.
 
-Each of the four runs is a real `dvc exp run --temp` (nothing in the workspace
+Each of the six runs is a real `dvc exp run --temp` (nothing in the workspace
 changes) with ``train.device=cuda`` and the precision set; the script prints, per run,
 the training samples/s (from the train stage's own "trained in … s" log line), the
 wall time of the whole experiment, and the validation/test accuracy and acceptance
-checks from `dvc exp show`. The `best` recipe's settings are read from
-``recipes/best.yaml``, the file the docs print the recipe's command from, so the two never
-drift apart.
+checks from `dvc exp show`. A recipe's settings are read from ``recipes/<name>.yaml``,
+the file the docs print the recipe's command from, so the two never drift apart.
 
 Run from the repository root, set up as the README says, with the data reachable:
 
@@ -34,11 +33,12 @@ from scratchformer.reporting import recipes
 from scratchformer.reporting.experiments import experiments
 
 OUT = Path("benchmarks/results/gpu_check.json")
+RECIPES = ("best", "transformer")  # besides the default params
 
 
-def best_settings(folder: Path = recipes.FOLDER) -> list[str]:
-    """The ``key=value`` arguments of the `best` recipe's ``-S`` flags (``recipes/best.yaml``)."""
-    return recipes.settings(recipes.load("best", folder))
+def recipe_settings(name: str, folder: Path = recipes.FOLDER) -> list[str]:
+    """The ``key=value`` arguments of recipe ``name``'s ``-S`` flags (``recipes/<name>.yaml``)."""
+    return recipes.settings(recipes.load(name, folder))
 
 
 def run_experiment(name: str, settings: list[str]) -> dict:
@@ -65,12 +65,12 @@ def metrics_of(name: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["default", "best"], help="run one recipe only")
+    parser.add_argument("--only", choices=["default", *RECIPES], help="run one recipe only")
     parser.add_argument("--doc", type=Path, help="write the table into this page (docs/scale-out.md)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device on this machine; nothing measured")
-    runs = {"default": [], "best": best_settings()}
+    runs = {"default": [], **{name: recipe_settings(name) for name in RECIPES}}
     if args.only:
         runs = {args.only: runs[args.only]}
     rows = []

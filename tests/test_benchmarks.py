@@ -16,10 +16,14 @@ def load(name: str):
     return module
 
 
-def test_gpu_check_runs_the_best_recipe_the_docs_print():
-    settings = load("gpu_check").best_settings(ROOT / "recipes")
-    assert settings and all("=" in s for s in settings)
-    assert any(s.startswith("train.ensemble=") for s in settings)
+@pytest.mark.parametrize(
+    ("recipe", "telltale"), [("best", "train.ensemble=3"), ("transformer", "train.nb_role=teacher")]
+)
+def test_gpu_check_runs_the_recipes_the_docs_print(recipe, telltale):
+    gpu_check = load("gpu_check")
+    assert recipe in gpu_check.RECIPES
+    settings = gpu_check.recipe_settings(recipe, ROOT / "recipes")
+    assert telltale in settings and all("=" in s for s in settings)
     assert not any(s.startswith(("train.device=", "train.precision=")) for s in settings)  # the check sets those
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from scratchformer.files import write_text
 from scratchformer.render import markdown
+from scratchformer.reporting import recipes
 from scratchformer.reporting.experiments import experiments
 from tools.docs.ablations import REFERENCE
 
@@ -66,7 +67,7 @@ def _stats(values: list[float]) -> str:
 def _changes(changed: dict, against: dict) -> str:
     diff = {k: v for k, v in changed.items() if against.get(k, REFERENCE.get(k)) != v}
     gone = {k: REFERENCE[k] for k in against if k not in changed}
-    return ", ".join(f"`{k}={v}`" for k, v in {**diff, **gone}.items()) or "—"
+    return ", ".join(f"`{k}={recipes.value(v)}`" for k, v in {**diff, **gone}.items()) or "—"
 
 
 def _groups(records: list[dict], resplit: bool) -> dict[str, list[dict]]:

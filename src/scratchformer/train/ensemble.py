@@ -95,5 +95,5 @@ def fit_nb(
     train_accuracy = nb.fit(list(batches(train_split, 256, pad_id)), params.train.nb_c)
     logits = predict_logits(nb, val_split, 256)
     val_accuracy = scores(logits, val_split.labels)["accuracy"]
-    log.info("NB member: train accuracy %.4f, validation accuracy %.4f", train_accuracy, val_accuracy)
+    log.info("NB %s: train accuracy %.4f, validation accuracy %.4f", params.train.nb_role, train_accuracy, val_accuracy)
     return nb, train_accuracy, val_accuracy
