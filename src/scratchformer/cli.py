@@ -1,4 +1,5 @@
-"""Command line: ``scratchformer predict``, ``review`` and ``metrics check`` (also ``python -m scratchformer …``)."""
+"""Command line: ``scratchformer predict``, ``report experiments``, ``review`` and ``metrics check``
+(also ``python -m scratchformer …``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 BATCH_SIZE = 64  # texts predicted together: memory is one batch's, however long the input
 DEFAULT_TOKENIZER = "data/tokenizer"  # the tokenize stage's, for a .pt checkpoint
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: how a shell reports a writer whose reader went away
+REPORT_WIDTH = 120  # terminal columns `report experiments` fits in
 
 
 def _format(p: Prediction) -> str:
@@ -128,6 +130,26 @@ def predict_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def report_experiments_main(args: argparse.Namespace) -> int:
+    from scratchformer.reporting.commands import ReportError, dvc_json
+    from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, experiments_table
+
+    try:
+        shown = dvc_json("exp", "show", *(["-A"] if args.all_commits else []))
+    except ReportError as err:
+        print(f"scratchformer report experiments: {err}", file=sys.stderr)
+        return 2
+    table = experiments_table(experiments(shown), width=REPORT_WIDTH)
+    if table is None:
+        table = NO_EXPERIMENTS + (
+            " in this repository: `dvc exp run -S key=value` runs one, `dvc exp pull <remote>` fetches them"
+            if args.all_commits
+            else " on HEAD: `dvc exp run -S key=value` runs one; --all-commits looks at every commit"
+        )
+    print(table)
+    return 0
+
+
 def review_main(args: argparse.Namespace) -> int:
     from scratchformer.reporting.commands import ReportError
     from scratchformer.reporting.review import write_review
@@ -184,6 +206,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", type=Path, metavar="OUT.png", help="also draw every token's relevance as a bar chart")
+    rep = sub.add_parser("report", help="summaries of DVC's records")
+    rep_sub = rep.add_subparsers(dest="report_command", required=True)
+    e = rep_sub.add_parser(
+        "experiments",
+        help="one line per DVC experiment: validation and test accuracy, the params it changed",
+        description="One line per experiment of `dvc exp show`: its validation and test accuracy "
+        f"(metrics/eval.json) and the params that differ from the commit it ran on, within {REPORT_WIDTH} columns.",
+    )
+    e.add_argument(
+        "-A",
+        "--all-commits",
+        action="store_true",
+        help="the experiments of every commit (dvc exp show -A), not only HEAD's",
+    )
     r = sub.add_parser(
         "review",
         help="compare two revisions: params, metrics, acceptance, curves, attention, confusion",
@@ -204,7 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("rev", nargs="?", default="HEAD", help="git revision or experiment name (default: HEAD)")
     c.add_argument("--params", type=Path, default=Path("params.yaml"), help="holds the acceptance thresholds")
     args = parser.parse_args(argv)
-    commands = {"review": review_main, "metrics": metrics_check_main, "predict": predict_main}
+    commands = {
+        "review": review_main,
+        "metrics": metrics_check_main,
+        "predict": predict_main,
+        "report": report_experiments_main,
+    }
     return commands[args.command](args)
 
 
