@@ -1,4 +1,4 @@
-"""Command line: ``scratchformer predict``, ``report experiments``, ``review`` and ``metrics check``
+"""Command line: ``scratchformer predict``, ``report experiments``, ``review``, ``metrics check`` and ``--version``
 (also ``python -m scratchformer …``)."""
 
 from __future__ import annotations
@@ -181,17 +181,43 @@ def metrics_check_main(args: argparse.Namespace) -> int:
     return 1 if violations else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scratchformer", description="The scratch Transformer's tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("predict", help="classify texts (arguments, or one per line on stdin, answered as it is read)")
-    p.add_argument("texts", nargs="*", help="texts to classify; none = read stdin")
+class DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with ``(default: …)``, unless it has no default or its help says it in words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or "(default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def version() -> str:
+    """The installed distribution's version; else the package's ``__version__``, if it has one."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("scratchformer")
+    except metadata.PackageNotFoundError:
+        import scratchformer
+
+        return getattr(scratchformer, "__version__", "unknown (not installed)")
+
+
+def command(
+    sub: argparse._SubParsersAction, name: str, help: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    """Subcommand ``name``; its options' help ends with their defaults (a subparser does not inherit the formatter)."""
+    return sub.add_parser(name, formatter_class=DefaultsShown, help=help, description=description)
+
+
+def add_predict(sub: argparse._SubParsersAction) -> None:
+    p = command(sub, "predict", help="classify texts (arguments, or one per line on stdin, answered as it is read)")
+    p.add_argument("texts", nargs="*", help="texts to classify (default: none, read stdin)")
     p.add_argument(
         "--model",
         type=Path,
         default=Path("models/model.pt"),
         help="checkpoint written by the train stage, or the model folder written by the export stage "
-        "(models/scratchformer) (default: %(default)s)",
+        "(models/scratchformer)",
     )
     p.add_argument(
         "--tokenizer",
@@ -199,16 +225,30 @@ def main(argv: list[str] | None = None) -> int:
         help="tokenizer folder the model was trained with (default: the model folder's own; "
         f"for a checkpoint, {DEFAULT_TOKENIZER}, from the tokenize stage)",
     )
-    p.add_argument("--top", type=at_least_one, default=5, help="how many driving tokens to show (default: %(default)s)")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps, or auto")
-    p.add_argument(
-        "--batch-size", type=at_least_one, default=BATCH_SIZE, help=f"texts predicted at once (default {BATCH_SIZE})"
-    )
+    p.add_argument("--top", type=at_least_one, default=5, help="how many driving tokens to show")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N, mps, or auto")
+    p.add_argument("--batch-size", type=at_least_one, default=BATCH_SIZE, help="texts predicted at once")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--plot", type=Path, metavar="OUT.png", help="also draw every token's relevance as a bar chart")
-    rep = sub.add_parser("report", help="summaries of DVC's records")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        metavar="OUT.png",
+        help=f"also draw every token's relevance as a bar chart, one per text, at most {MAX_PLOTTED} texts",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``scratchformer`` command line: every subcommand and option, each help ending with its default."""
+    parser = argparse.ArgumentParser(
+        prog="scratchformer", description="The scratch Transformer's tools.", formatter_class=DefaultsShown
+    )
+    parser.add_argument("--version", action="version", version=f"scratchformer {version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_predict(sub)
+    rep = command(sub, "report", help="summaries of DVC's records")
     rep_sub = rep.add_subparsers(dest="report_command", required=True)
-    e = rep_sub.add_parser(
+    e = command(
+        rep_sub,
         "experiments",
         help="one line per DVC experiment: validation and test accuracy, the params it changed",
         description="One line per experiment of `dvc exp show`: its validation and test accuracy "
@@ -220,26 +260,32 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the experiments of every commit (dvc exp show -A), not only HEAD's",
     )
-    r = sub.add_parser(
+    r = command(
+        sub,
         "review",
         help="compare two revisions: params, metrics, acceptance, curves, attention, confusion",
         description="Write OUT/report.md and a self-contained OUT/report.html comparing BASE with HEAD.",
     )
-    r.add_argument("base", nargs="?", default="main", help="git revision or experiment name (default: main)")
+    r.add_argument("base", nargs="?", default="main", help="git revision or experiment name")
     r.add_argument("head", nargs="?", help="git revision or experiment name (default: the workspace)")
-    r.add_argument("--out", type=Path, default=Path("review"), help="output folder (default: review)")
-    m = sub.add_parser("metrics", help="compare the workspace's metrics with committed ones")
+    r.add_argument("--out", type=Path, default=Path("review"), help="output folder")
+    m = command(sub, "metrics", help="compare the workspace's metrics with committed ones")
     m_sub = m.add_subparsers(dest="metrics_command", required=True)
-    c = m_sub.add_parser(
+    c = command(
+        m_sub,
         "check",
         help="exact metrics identical, measured floats within their tolerances",
         description="Compare the workspace's metrics with REV's: counts and fractions of counts must be "
         "identical, measured floats (losses, norms, leaks) within the tolerances of "
         "scratchformer.reporting.metrics_check.TOLERANCES. Exit 1 naming each metric outside them.",
     )
-    c.add_argument("rev", nargs="?", default="HEAD", help="git revision or experiment name (default: HEAD)")
+    c.add_argument("rev", nargs="?", default="HEAD", help="git revision or experiment name")
     c.add_argument("--params", type=Path, default=Path("params.yaml"), help="holds the acceptance thresholds")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     commands = {
         "review": review_main,
         "metrics": metrics_check_main,
