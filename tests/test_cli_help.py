@@ -68,3 +68,4 @@ def test_predict_help_names_the_default_model_and_tokenizer(capsys):
     assert "(models/scratchformer) (default: models/model.pt)" in text
     assert "--tokenizer TOKENIZER tokenizer folder the model was trained with" in text
     assert "(default: the model folder's own; for a checkpoint, data/tokenizer, from the tokenize stage)" in text
+    assert "Exit status: 0 when every text is answered; 1 when some rows carry an error" in text
