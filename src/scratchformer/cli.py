@@ -224,7 +224,7 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         type=Path,
         default=Path("models/model.pt"),
         help="checkpoint written by the train stage, or the model folder written by the export stage "
-        "(models/scratchformer)",
+        "(models/classifier)",
     )
     p.add_argument(
         "--tokenizer",
