@@ -16,7 +16,9 @@ The folders are the map; each is a layer that imports only the layers above it h
                  model card, the one Markdown table writer
     reporting/   what asks git and dvc: review of two revisions, metrics check, experiment
                  records, the recipes in recipes/
-    cli.py       ``scratchformer predict | review | metrics check``
+    rows.py      predict's texts in (lines, a CSV/TSV column) and answers out (text, CSV, JSON
+                 lines), a blank text reported in its own row
+    cli.py       ``scratchformer predict | report experiments | review | metrics check | --version``
 
 The DVC stages (``stages/`` beside ``src/``) call into these; ``tools/`` writes the docs.
 """

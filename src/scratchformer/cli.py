@@ -1,17 +1,16 @@
-"""Command line: ``scratchformer predict``, ``review`` and ``metrics check`` (also ``python -m scratchformer …``)."""
+"""Command line: ``scratchformer predict``, ``report experiments``, ``review``, ``metrics check`` and ``--version``
+(also ``python -m scratchformer …``)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import contextlib
 import itertools
-import json
 import os
 import sys
-import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scratchformer.analysis.predict import Prediction
@@ -19,45 +18,10 @@ if TYPE_CHECKING:
 BATCH_SIZE = 64  # texts predicted together: memory is one batch's, however long the input
 DEFAULT_TOKENIZER = "data/tokenizer"  # the tokenize stage's, for a .pt checkpoint
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: how a shell reports a writer whose reader went away
-
-
-def _format(p: Prediction) -> str:
-    tokens = " ".join(f"{t['token']}({t['relevance']:.2f})" for t in p.top_tokens)
-    line = f"{p.label}\t{p.probability:.3f}\t{p.text}\n\tdriven by: {tokens}"
-    if p.truncated:
-        line += f"\n\ttruncated: the model read the first {p.read_tokens} of {p.n_tokens} tokens"
-    if p.warning:
-        line += f"\n\twarning: {p.warning}"
-    return line
-
-
-def write_rows(batches: Iterable[list[Prediction]], as_json: bool, out: TextIO) -> None:
-    """Write each batch's answers as soon as it is done, flushed, so a reader sees them at once.
-
-    ``--json`` writes one JSON array piece by piece: the same bytes as
-    ``json.dumps(rows, indent=2)``, without holding the rows.
-    """
-    opened = False
-    for batch in batches:
-        for p in batch:
-            if as_json:
-                row = textwrap.indent(json.dumps(p.as_dict(), ensure_ascii=False, indent=2), "  ")
-                out.write(("[\n" if not opened else ",\n") + row)
-                opened = True
-            else:
-                out.write(_format(p) + "\n")
-        out.flush()
-    if as_json:
-        out.write("\n]\n" if opened else "[]\n")
-        out.flush()
-
-
-def stdin_texts(stream: Iterable[str]) -> Iterator[str]:
-    """The non-blank lines of ``stream``, read only as they are asked for."""
-    from scratchformer.analysis.predict import clean
-
-    for chunk in stream:
-        yield from (line for line in chunk.splitlines() if clean(line))
+INTERRUPTED_EXIT = 130  # 128 + SIGINT: how a shell reports Ctrl-C
+SUFFIX_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".json": "json"}  # --output's suffix picks --format
+REPORT_WIDTH = 120  # terminal columns `report experiments` fits in
+FORMATS = ("text", "csv", "jsonl", "json")  # of predict's answers: see scratchformer.rows
 
 
 def at_least_one(value: str) -> int:
@@ -88,43 +52,96 @@ def plot_relevance(predictions: list[Prediction], path: Path) -> None:
     plots.save_figure(plots.relevance_figure(rows), path)
 
 
+def texts_in(args: argparse.Namespace, files: contextlib.ExitStack) -> tuple[Iterable[str], int | None]:
+    """The texts to classify and how many (None: not known before reading them): arguments, --input or stdin.
+
+    Without --input, stdin's blank lines are skipped; through --input (a file, or "-" for
+    stdin) every line or CSV row is a row of the answer, a blank one answered with an error.
+    """
+    from scratchformer.analysis.predict import clean
+    from scratchformer.rows import read_texts, stdin_texts
+
+    if args.input is not None:
+        if args.texts:
+            raise ValueError("give texts as arguments or with --input, not both")
+        return files.enter_context(read_texts(args.input, args.column, sys.stdin))
+    if args.column is not None:
+        raise ValueError("--column picks a column of the --input file: give --input too")
+    if args.texts and not all(clean(t) for t in args.texts):
+        raise ValueError("no text to classify: give one or more non-empty texts")
+    return (args.texts, len(args.texts)) if args.texts else (stdin_texts(sys.stdin), None)
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """--format, or the one --output's suffix names, or text."""
+    if args.format is not None:
+        return args.format
+    return SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "text") if args.output != "-" else "text"
+
+
 def predict_main(args: argparse.Namespace) -> int:
-    from scratchformer.analysis.predict import Predictor, clean
+    from scratchformer.analysis.predict import Predictor
+    from scratchformer.rows import answer, open_output, progress, shorten, write_rows
     from scratchformer.train.distributed import pick_device
 
-    texts = args.texts or stdin_texts(sys.stdin)
-    try:
-        if args.texts and not all(clean(t) for t in args.texts):
-            raise ValueError("no text to classify: give one or more non-empty texts")
+    with contextlib.ExitStack() as files:
+        try:
+            texts, total = texts_in(args, files)
+            fmt = output_format(args)
+            if args.plot is not None:
+                if args.plot.suffix.lower() != ".png":
+                    raise ValueError(f"--plot writes a PNG: give a path ending in .png, not {args.plot}")
+                texts = list(itertools.islice(texts, MAX_PLOTTED + 1))  # stdin is read no further than that
+                if len(texts) > MAX_PLOTTED:
+                    given = len(args.texts) if args.texts else "more"
+                    raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {given}")
+            tokenizer = args.tokenizer or (None if args.model.is_dir() else Path(DEFAULT_TOKENIZER))
+            predictor = Predictor(args.model, tokenizer, pick_device(args.device))
+            # The picture needs every token's relevance; the printed answer keeps the top ones.
+            batches = answer(predictor, texts, None if args.plot else args.top, args.batch_size)
+            first = next(batches, None)
+            if first is None:
+                raise ValueError("no text to classify: give one or more non-empty texts")
+            # Opened only now, so a run refused above leaves an existing --output as it was.
+            out = sys.stdout if args.output == "-" else files.enter_context(open_output(Path(args.output)))
+        except (OSError, ValueError) as err:
+            print(f"scratchformer predict: {err}", file=sys.stderr)
+            return 2
+        batches = itertools.chain([first], batches)
         if args.plot is not None:
-            if args.plot.suffix.lower() != ".png":
-                raise ValueError(f"--plot writes a PNG: give a path ending in .png, not {args.plot}")
-            texts = list(itertools.islice(texts, MAX_PLOTTED + 1))  # stdin is read no further than that
-            if len(texts) > MAX_PLOTTED:
-                given = len(args.texts) if args.texts else "more"
-                raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {given}")
-        tokenizer = args.tokenizer or (None if args.model.is_dir() else Path(DEFAULT_TOKENIZER))
-        predictor = Predictor(args.model, tokenizer, pick_device(args.device))
-        # The picture needs every token's relevance; the printed answer keeps the top ones.
-        batches = predictor.stream(texts, top_k=None if args.plot else args.top, batch_size=args.batch_size)
-        first = next(batches, None)
-        if first is None:
-            raise ValueError("no text to classify: give one or more non-empty texts")
-    except (FileNotFoundError, ValueError) as err:
-        print(f"scratchformer predict: {err}", file=sys.stderr)
-        return 2
-    batches = itertools.chain([first], batches)
-    if args.plot is not None:
-        predictions = [p for batch in batches for p in batch]  # at most MAX_PLOTTED
-        plot_relevance(predictions, args.plot)
-        batches = [[dataclasses.replace(p, top_tokens=p.top_tokens[: args.top]) for p in predictions]]
+            rows = [row for batch in batches for row in batch]  # at most MAX_PLOTTED
+            plot_relevance([row.prediction for row in rows if row.prediction], args.plot)
+            batches = [[shorten(row, args.top) for row in rows]]
+        try:
+            errors = write_rows(progress(batches, total), fmt, out, predictor.class_names)
+        except BrokenPipeError:
+            # The reader left (`predict | head`). Point stdout at devnull so the flush at exit
+            # has nowhere to fail, as the Python docs on SIGPIPE recommend, and end quietly.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return SIGPIPE_EXIT
+        except KeyboardInterrupt:
+            print("scratchformer predict: interrupted; the rows already written are complete", file=sys.stderr)
+            return INTERRUPTED_EXIT
+    return 1 if errors else 0
+
+
+def report_experiments_main(args: argparse.Namespace) -> int:
+    from scratchformer.reporting.commands import ReportError, dvc_json
+    from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, experiments_table
+
     try:
-        write_rows(batches, args.json, sys.stdout)
-    except BrokenPipeError:
-        # The reader left (`predict | head`). Point stdout at devnull so the flush at exit
-        # has nowhere to fail, as the Python docs on SIGPIPE recommend, and end quietly.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return SIGPIPE_EXIT
+        shown = dvc_json("exp", "show", *(["-A"] if args.all_commits else []))
+    except ReportError as err:
+        print(f"scratchformer report experiments: {err}", file=sys.stderr)
+        return 2
+    table = experiments_table(experiments(shown), width=REPORT_WIDTH)
+    if table is None:
+        table = NO_EXPERIMENTS + (
+            " in this repository: `dvc exp run -S key=value` runs one, `dvc exp pull <remote>` fetches them"
+            if args.all_commits
+            else " on HEAD: `dvc exp run -S key=value` runs one; --all-commits looks at every commit"
+        )
+    print(table)
     return 0
 
 
@@ -159,17 +176,55 @@ def metrics_check_main(args: argparse.Namespace) -> int:
     return 1 if violations else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scratchformer", description="The scratch Transformer's tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("predict", help="classify texts (arguments, or one per line on stdin, answered as it is read)")
-    p.add_argument("texts", nargs="*", help="texts to classify; none = read stdin")
+class DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with ``(default: …)``, unless it has no default or its help says it in words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or "(default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def version() -> str:
+    """The installed distribution's version; else the package's ``__version__``, if it has one."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("scratchformer")
+    except metadata.PackageNotFoundError:
+        import scratchformer
+
+        return getattr(scratchformer, "__version__", "unknown (not installed)")
+
+
+PREDICT_EXIT = (
+    "Exit status: 0 when every text is answered; 1 when some rows carry an error instead (a blank "
+    "text, reported as 'row N: blank text'; every other row is still answered); 2 when nothing was "
+    "predicted (no model, an unreadable input, a wrong option)."
+)
+
+
+def command(
+    sub: argparse._SubParsersAction, name: str, help: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    """Subcommand ``name``; its options' help ends with their defaults (a subparser does not inherit the formatter)."""
+    return sub.add_parser(name, formatter_class=DefaultsShown, help=help, description=description)
+
+
+def add_predict(sub: argparse._SubParsersAction) -> None:
+    p = command(
+        sub,
+        "predict",
+        help="classify texts: arguments, stdin, or a file of texts or a CSV/TSV column, answered as it is read",
+        description="Classify texts and show the tokens that drove each answer. " + PREDICT_EXIT,
+    )
+    p.add_argument("texts", nargs="*", help="texts to classify (default: none, read --input or stdin)")
     p.add_argument(
         "--model",
         type=Path,
         default=Path("models/model.pt"),
         help="checkpoint written by the train stage, or the model folder written by the export stage "
-        "(models/scratchformer) (default: %(default)s)",
+        "(models/classifier)",
     )
     p.add_argument(
         "--tokenizer",
@@ -177,34 +232,91 @@ def main(argv: list[str] | None = None) -> int:
         help="tokenizer folder the model was trained with (default: the model folder's own; "
         f"for a checkpoint, {DEFAULT_TOKENIZER}, from the tokenize stage)",
     )
-    p.add_argument("--top", type=at_least_one, default=5, help="how many driving tokens to show (default: %(default)s)")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps, or auto")
     p.add_argument(
-        "--batch-size", type=at_least_one, default=BATCH_SIZE, help=f"texts predicted at once (default {BATCH_SIZE})"
+        "--input",
+        metavar="FILE",
+        help="read the texts from FILE ('-': stdin): one per line, or with --column one column of a .csv or "
+        ".tsv file; a blank one gets an error row, not a prediction (default: the arguments, else stdin's "
+        "non-blank lines)",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--plot", type=Path, metavar="OUT.png", help="also draw every token's relevance as a bar chart")
-    r = sub.add_parser(
+    p.add_argument("--column", metavar="NAME", help="the column of the --input .csv/.tsv file that holds the texts")
+    p.add_argument(
+        "--output", metavar="FILE", default="-", help="write the answers to FILE, one row per text ('-': stdout)"
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="text: for a person; csv: a column per class probability; jsonl: one JSON object a line; json: "
+        "one JSON array. csv and jsonl rows also carry their row number and any error "
+        "(default: --output's suffix, .csv, .jsonl or .json, else text)",
+    )
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    p.add_argument("--top", type=at_least_one, default=5, help="how many driving tokens to show")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N, mps, or auto")
+    p.add_argument("--batch-size", type=at_least_one, default=BATCH_SIZE, help="texts predicted (and written) at once")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        metavar="OUT.png",
+        help=f"also draw every token's relevance as a bar chart, one per text, at most {MAX_PLOTTED} texts",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``scratchformer`` command line: every subcommand and option, each help ending with its default."""
+    parser = argparse.ArgumentParser(
+        prog="scratchformer", description="The scratch Transformer's tools.", formatter_class=DefaultsShown
+    )
+    parser.add_argument("--version", action="version", version=f"scratchformer {version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_predict(sub)
+    rep = command(sub, "report", help="summaries of DVC's records")
+    rep_sub = rep.add_subparsers(dest="report_command", required=True)
+    e = command(
+        rep_sub,
+        "experiments",
+        help="one line per DVC experiment: validation and test accuracy, the params it changed",
+        description="One line per experiment of `dvc exp show`: its validation and test accuracy "
+        f"(metrics/eval.json) and the params that differ from the commit it ran on, within {REPORT_WIDTH} columns.",
+    )
+    e.add_argument(
+        "-A",
+        "--all-commits",
+        action="store_true",
+        help="the experiments of every commit (dvc exp show -A), not only HEAD's",
+    )
+    r = command(
+        sub,
         "review",
         help="compare two revisions: params, metrics, acceptance, curves, attention, confusion",
         description="Write OUT/report.md and a self-contained OUT/report.html comparing BASE with HEAD.",
     )
-    r.add_argument("base", nargs="?", default="main", help="git revision or experiment name (default: main)")
+    r.add_argument("base", nargs="?", default="main", help="git revision or experiment name")
     r.add_argument("head", nargs="?", help="git revision or experiment name (default: the workspace)")
-    r.add_argument("--out", type=Path, default=Path("review"), help="output folder (default: review)")
-    m = sub.add_parser("metrics", help="compare the workspace's metrics with committed ones")
+    r.add_argument("--out", type=Path, default=Path("review"), help="output folder")
+    m = command(sub, "metrics", help="compare the workspace's metrics with committed ones")
     m_sub = m.add_subparsers(dest="metrics_command", required=True)
-    c = m_sub.add_parser(
+    c = command(
+        m_sub,
         "check",
         help="exact metrics identical, measured floats within their tolerances",
         description="Compare the workspace's metrics with REV's: counts and fractions of counts must be "
         "identical, measured floats (losses, norms, leaks) within the tolerances of "
         "scratchformer.reporting.metrics_check.TOLERANCES. Exit 1 naming each metric outside them.",
     )
-    c.add_argument("rev", nargs="?", default="HEAD", help="git revision or experiment name (default: HEAD)")
+    c.add_argument("rev", nargs="?", default="HEAD", help="git revision or experiment name")
     c.add_argument("--params", type=Path, default=Path("params.yaml"), help="holds the acceptance thresholds")
-    args = parser.parse_args(argv)
-    commands = {"review": review_main, "metrics": metrics_check_main, "predict": predict_main}
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    commands = {
+        "review": review_main,
+        "metrics": metrics_check_main,
+        "predict": predict_main,
+        "report": report_experiments_main,
+    }
     return commands[args.command](args)
 
 

@@ -128,7 +128,7 @@ def test_repro_writes_every_output(repo):
 
 
 def test_export_writes_a_folder_that_predicts_like_the_checkpoint(repo):
-    folder = repo / "models" / "scratchformer"
+    folder = repo / "models" / "classifier"
     names = {p.name for p in folder.iterdir()}
     assert {"model.safetensors", "config.json", "README.md", "tokenizer.json", "tokenizer_config.json"} <= names
     texts = ["服务很差，房间太脏。", "房间很好，服务不错。"]
@@ -227,7 +227,7 @@ def test_model_experiment_skips_download_and_tokenize(repo):
     # The ensemble: two members in the checkpoint, each member's own accuracy in the metrics.
     model, _ = load_checkpoint(repo / "models" / "model.pt")
     assert isinstance(model, Ensemble) and len(model.members) == 2 and model.config.n_layers == 1
-    exported, _ = load_folder(repo / "models" / "scratchformer")  # export ran again on the new model
+    exported, _ = load_folder(repo / "models" / "classifier")  # export ran again on the new model
     assert isinstance(exported, Ensemble) and len(exported.members) == 2 and exported.config.n_layers == 1
     train = json.loads((repo / "metrics" / "train.json").read_text())
     assert train["ensemble"] == 2 and set(train["member_val_accuracy"]) == {"0", "1"}

@@ -89,7 +89,7 @@ def test_config_and_card_say_what_the_model_is(folder):
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "| validation | 0.8750 | 0.8700 |" in card and "| test | 0.8125 | 0.8100 |" in card
     assert "| train rows | 240 |" in card and "MIT" in card and "Intended use and limits" in card
-    assert 'Predictor.from_pretrained("models/scratchformer")' in card
+    assert 'Predictor.from_pretrained("models/classifier")' in card
     assert str(folder) not in card  # no path of the machine that exported it
 
 

@@ -36,7 +36,8 @@ def test_every_relative_link_resolves_to_a_file(page):
 
 
 def test_every_generated_block_has_a_generator():
-    known = {"results", "timing", "headline", "comparison", "members", "seeds", "review", "predict", "transformer"}
+    known = {"results", "timing", "headline", "comparison", "members", "seeds", "review", "predict"}
+    known |= {"experiments", "transformer"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
@@ -48,3 +49,24 @@ def test_the_predict_example_is_left_as_committed_without_a_model_and_must_show_
     assert pages.predict_block(text, tmp_path) is None  # no models/model.pt: never an invented answer
     with pytest.raises(ValueError, match="must show a `\\$ scratchformer predict"):
         pages.predict_block("<!-- predict:start -->\nnothing\n<!-- predict:end -->\n", tmp_path)
+
+
+def test_the_experiments_example_runs_its_command_and_keeps_a_table_a_clone_without_experiments_cannot_make(
+    tmp_path, monkeypatch
+):
+    printed = []
+    monkeypatch.setattr(pages, "run", lambda *cmd, cwd: printed[0])
+    block = "<!-- experiments:start -->\n```console\n$ scratchformer report experiments\n{}```\n"
+    block += "<!-- experiments:end -->\n"
+    none_here = "no experiments on HEAD: `dvc exp run -S key=value` runs one"
+    table = "experiment  validation    test  changed params\nbest            0.9308  0.9417  n_layers=4"
+    printed.append(none_here)
+    assert pages.experiments_block(block.format(""), tmp_path).endswith(f"\n{none_here}\n```")  # a new block
+    assert pages.experiments_block(block.format(none_here + "\n"), tmp_path).endswith(f"\n{none_here}\n```")
+    assert pages.experiments_block(block.format(table + "\n"), tmp_path) is None  # never a real table erased
+    printed[0] = table
+    assert pages.experiments_block(block.format(none_here + "\n"), tmp_path) == (
+        f"```console\n$ scratchformer report experiments\n{table}\n```"
+    )
+    with pytest.raises(ValueError, match="must show a `\\$ scratchformer report experiments"):
+        pages.experiments_block("<!-- experiments:start -->\nnothing\n<!-- experiments:end -->\n", tmp_path)

@@ -21,7 +21,7 @@ from scratchformer.files import write_text
 from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json, run
-from scratchformer.reporting.experiments import experiments, workspace_metrics
+from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, workspace_metrics
 from tools.docs import levers, results
 from tools.docs.seeds import seed_groups, seed_table
 
@@ -100,6 +100,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return review_block(text)
     if name == "predict":
         return predict_block(text, src.root)
+    if name == "experiments":
+        return experiments_block(text, src.root)
     if name in WRITTEN_ELSEWHERE:
         return None
     raise ValueError(f"unknown generated block <!-- {name}:start -->: no generator makes it")
@@ -136,6 +138,26 @@ def predict_block(text: str, root: Path) -> str | None:
     words = shlex.split(command.group(1))[2:]
     printed = run(sys.executable, "-m", "scratchformer", "predict", *words, cwd=root)
     return f"```console\n$ {command.group(1)}\n{printed.rstrip()}\n```"
+
+
+REPORT_COMMAND = re.compile(r"^\$ (scratchformer report experiments.*)$", re.M)
+
+
+def experiments_block(text: str, root: Path) -> str | None:
+    """The command the block shows, ``scratchformer report experiments``, run again, and what it printed.
+
+    None (left as committed) where this clone has no experiments but the block shows some.
+    """
+    committed = markdown.block(text, "experiments") or ""
+    command = REPORT_COMMAND.search(committed)
+    if command is None:
+        raise ValueError("the <!-- experiments:start --> block must show a `$ scratchformer report experiments` line")
+    printed = run(sys.executable, "-m", "scratchformer", *shlex.split(command.group(1))[1:], cwd=root).rstrip()
+    shown = committed[command.end() :].lstrip("\n")  # what it printed when the block was made; "```" if nothing
+    if printed.startswith(NO_EXPERIMENTS) and not shown.startswith(("```", NO_EXPERIMENTS)):
+        print("no experiments here (dvc exp pull them, or run them): experiments block left as committed")
+        return None
+    return f"```console\n$ {command.group(1)}\n{printed}\n```"
 
 
 def update(paths: list[Path], src: Sources) -> list[Path]:

@@ -48,7 +48,7 @@ class Prediction:
 
 
 class Predictor:
-    """A trained model and its tokenizer, ready to answer: ``Predictor.from_pretrained("models/scratchformer")``.
+    """A trained model and its tokenizer, ready to answer: ``Predictor.from_pretrained("models/classifier")``.
 
     ``model_path`` is the model folder the export stage writes (its tokenizer in it), or a
     ``.pt`` checkpoint the train stage writes, with ``tokenizer_path`` its tokenizer folder.
@@ -79,7 +79,7 @@ class Predictor:
 
     @classmethod
     def from_pretrained(cls, folder: str | Path, device: str | torch.device = "cpu") -> Predictor:
-        """The model folder the export stage writes (``models/scratchformer``): weights, config, tokenizer.
+        """The model folder the export stage writes (``models/classifier``): weights, config, tokenizer.
 
         It reads JSON and safetensors only: no pickle, so no code from the folder runs.
         """

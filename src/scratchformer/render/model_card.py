@@ -11,7 +11,7 @@ from typing import Any
 
 from scratchformer.config import Params
 
-FOLDER = "models/scratchformer"  # where the pipeline writes the folder; the card names no other path
+FOLDER = "models/classifier"  # where the pipeline writes the folder; the card names no other path
 
 
 def _value(value: Any) -> str:
