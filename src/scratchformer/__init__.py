@@ -22,3 +22,17 @@ The folders are the map; each is a layer that imports only the layers above it h
 
 The DVC stages (``stages/`` beside ``src/``) call into these; ``tools/`` writes the docs.
 """
+
+
+def __getattr__(name: str):
+    """``from scratchformer import Predictor`` (PEP 562): imported when first asked for.
+
+    A stage that imports only ``scratchformer.config`` must not load the model and
+    tokenizer code through the package's ``__init__``, so ``Predictor`` is looked up
+    here, on first use, rather than imported at the top.
+    """
+    if name == "Predictor":
+        from importlib import import_module
+
+        return import_module("scratchformer.analysis.predict").Predictor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

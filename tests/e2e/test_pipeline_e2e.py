@@ -141,6 +141,28 @@ def test_export_writes_a_folder_that_predicts_like_the_checkpoint(repo):
     assert f"| test | {evaluation['test']['accuracy']:.4f} |" in card and "| train rows | 240 |" in card
 
 
+def test_the_model_folder_predicts_named_classes_from_outside_the_repository(repo, tmp_path):
+    """What a user elsewhere does: the package's Predictor, the folder's own files, nothing of the project."""
+    code = (
+        "import json, sys\n"
+        "from scratchformer import Predictor\n"
+        "answers = Predictor.from_pretrained(sys.argv[1])(['服务很差，房间太脏。', '房间很好，服务不错。'])\n"
+        "print(json.dumps([[a.label, a.probabilities] for a in answers]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed package, not src/
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(repo / "models" / "classifier")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    answers = json.loads(done.stdout)
+    assert [label for label, _ in answers] == ["negative", "positive"]  # the fixture model learnt them
+    assert all(set(probs) == {"negative", "positive"} and abs(sum(probs.values()) - 1) < 1e-5 for _, probs in answers)
+
+
 def test_metrics_and_plots_commands_work(repo):
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], repo))[""]["data"]
     written = json.loads((repo / "metrics" / "eval.json").read_text())

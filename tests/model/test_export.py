@@ -6,6 +6,7 @@ import pickle
 import pytest
 import safetensors.torch
 import torch
+import yaml
 
 from scratchformer.analysis.predict import Predictor
 from scratchformer.cli import main
@@ -15,6 +16,7 @@ from scratchformer.model.checkpoint import CorruptFileError, load_checkpoint, sa
 from scratchformer.model.classifier import Ensemble
 from scratchformer.model.export import load_folder
 from scratchformer.model.naive_bayes import NBLogistic
+from scratchformer.render.model_card import model_card
 from stages import export as export_stage
 
 TEXTS = ["房间很好，服务很好。", "房间太脏，服务很差。", "房间很好，服务很差。", "服务很差，" * 10]
@@ -91,6 +93,28 @@ def test_config_and_card_say_what_the_model_is(folder):
     assert "| train rows | 240 |" in card and "MIT" in card and "Intended use and limits" in card
     assert 'Predictor.from_pretrained("models/classifier")' in card
     assert str(folder) not in card  # no path of the machine that exported it
+    assert card.startswith("---\n")  # the Hub's metadata block first
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["language"] == "zh" and header["license"] == "mit"
+    assert header["pipeline_tag"] == "text-classification" and header["metrics"] == ["accuracy", "f1"]
+    assert header["datasets"] == ["lansinuote/ChnSentiCorp"]  # data.source, a hub id
+    assert "n-gram" not in card.split("## Intended use and limits")[1]  # no NB member, no teacher: nothing to say
+
+
+def test_the_card_says_what_an_nb_member_or_teacher_contributed(tmp_path):
+    config = {"class_names": ["negative", "positive"], "tokenizer_max_len": 24, "vocab_size": 30, "members": 2}
+    config["model"] = {"d_model": 32, "n_heads": 2, "n_layers": 1, "ff_dim": 64, "norm": "pre"}
+    config["model"] |= {"positional": "sinusoidal", "pooling": "mean"}
+    parts = {"accuracy": 0.93, "f1": 0.93, "nb": {"accuracy": 0.928}, "transformers": {"accuracy": 0.918}}
+    evaluation = {"validation": parts, "test": {"accuracy": 0.94, "f1": 0.94}}
+    blend = model_card({**config, "nb": {"max_n": 3, "buckets": 64}}, 10, from_dict({}), evaluation, {})
+    assert "Half of every answer is the n-gram member's" in blend
+    assert "the n-gram member alone scores 0.9280, the Transformer part alone 0.9180, the blend 0.9300" in blend
+    taught = from_dict({"train": {"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5}})
+    alone = model_card({**config, "members": 1, "nb": None}, 10, taught, {"validation": parts}, {})
+    assert "taught it during training (train.distill 0.5" in alone and "Half of every answer" not in alone
+    local = model_card({**config, "nb": None}, 10, from_dict({"data": {"source": str(tmp_path)}}), {}, {})
+    assert "datasets" not in yaml.safe_load(local.split("---\n")[1])  # a local folder names no dataset
 
 
 def test_two_exports_write_the_same_bytes(trained, folder, tmp_path):

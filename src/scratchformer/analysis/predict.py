@@ -90,6 +90,10 @@ class Predictor:
             raise FileNotFoundError(f"no model folder at {folder}; run `dvc repro` first (the export stage writes it)")
         return cls(folder, None, device)
 
+    def __call__(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:
+        """``predictor(texts)``, as a Hugging Face pipeline is called: :meth:`predict`."""
+        return self.predict(texts, top_k)
+
     @torch.no_grad()
     def predict(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:
         """Label, probabilities and the ``top_k`` most relevant tokens of each text (None: every token).

@@ -9,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import yaml
+
 from scratchformer.config import Params
+from scratchformer.config.checks import looks_like_path
 
 FOLDER = "models/classifier"  # where the pipeline writes the folder; the card names no other path
 
@@ -61,6 +64,42 @@ def _results(evaluation: dict) -> str:
     return table
 
 
+def _header(params: Params, evaluation: dict) -> str:
+    """The card's metadata, in the YAML block the Hugging Face Hub reads (language, license, data, task)."""
+    meta: dict[str, Any] = {"language": "zh", "license": "mit", "library_name": "scratchformer"}
+    if not looks_like_path(params.data.source):  # a hub dataset id; a local folder names nothing others can find
+        meta["datasets"] = [params.data.source]
+    meta["metrics"] = ["accuracy", "f1"]
+    meta["pipeline_tag"] = "text-classification"
+    meta["tags"] = ["transformer-from-scratch", "dvc"]
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---"
+
+
+def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
+    """What an n-gram model contributed, as limits: its share of a blend's answer, or what it taught."""
+    lines = []
+    if config["nb"] is not None:
+        line = (
+            "- Half of every answer is the n-gram member's (a Naive-Bayes-weighted logistic regression over "
+            f"token 1..{config['nb']['max_n']}-grams): it reads which character n-grams occur, not their order"
+        )
+        parts = evaluation.get("validation", {})
+        if "nb" in parts and "transformers" in parts:
+            line += (
+                f". On validation the n-gram member alone scores {parts['nb']['accuracy']:.4f}, the Transformer "
+                f"part alone {parts['transformers']['accuracy']:.4f}, the blend {parts['accuracy']:.4f}"
+            )
+        lines.append(line + ".")
+    elif params.train.nb_ngrams and params.train.nb_role == "teacher":
+        lines.append(
+            f"- An n-gram model (NB-weighted logistic regression over token 1..{params.train.nb_ngrams}-grams) "
+            f"taught it during training (train.distill {params.train.distill:g}: that share of each target was "
+            "the n-gram model's probabilities on the noised text); it is not part of this folder, which holds "
+            "the network alone."
+        )
+    return lines
+
+
 def model_card(config: dict, parameters: int, params: Params, evaluation: dict, data_report: dict) -> str:
     """README.md of the model folder whose config.json is ``config``.
 
@@ -77,11 +116,12 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
     model_rows = [(f"model.{k}", v) for k, v in config["model"].items()]
     model_rows += [("vocabulary size", config["vocab_size"]), ("parameters", f"{parameters:,}")]
     example = (
-        "from scratchformer.analysis.predict import Predictor\n"
+        "from scratchformer import Predictor\n"
         f'predictor = Predictor.from_pretrained("{FOLDER}")  # the path of this folder\n'
-        'print(predictor.predict(["服务很差"])[0].label)'
+        'print(predictor(["服务很差"])[0].label)'
     )
     sections = [
+        _header(params, evaluation),
         "# scratchformer: a Transformer text classifier trained from scratch",
         f"A text classifier with {len(names)} classes ({', '.join(names)}): {_architecture(config)}. "
         "Every layer is written by hand in PyTorch and trained from random initialisation "
@@ -110,7 +150,8 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
         f"- It reads at most {config['tokenizer_max_len']} tokens; the rest of a longer text is not seen.\n"
         "- Characters the vocabulary lacks become [UNK]; a text made only of them still gets an answer, "
         "with a warning that it is a guess.\n"
-        "- Its probabilities are the softmax of its logits, not calibrated chances: read them as a ranking.",
+        "- Its probabilities are the softmax of its logits, not calibrated chances: read them as a ranking."
+        + "".join("\n" + line for line in _parts(config, params, evaluation)),
         "## Use it\n\n"
         "```python\n" + example + "\n```\n\n"
         "From the command line (after `pip install -e .` in the scratchformer repository):\n\n"
