@@ -17,7 +17,7 @@ def load(name: str):
 
 
 @pytest.mark.parametrize(
-    ("recipe", "telltale"), [("best", "train.ensemble=3"), ("transformer", "train.nb_role=teacher")]
+    ("recipe", "telltale"), [("best", "train.ensemble=3"), ("transformer", "model.ngram_buckets=262144")]
 )
 def test_gpu_check_runs_the_recipes_the_docs_print(recipe, telltale):
     gpu_check = load("gpu_check")
