@@ -101,3 +101,21 @@ def test_rows_are_flushed_per_batch_and_stay_written_after_an_interruption(train
     rows = list(csv.DictReader(on_disk[1].splitlines()))
     assert [(r["row"], r["label"]) for r in rows] == [("1", "positive"), ("2", "negative")]
     assert "interrupted" in capsys.readouterr().err
+
+
+def test_a_reader_that_leaves_early_ends_the_run_quietly(trained, tmp_path):
+    """`scratchformer predict … | head -1`: the closed pipe ends the run with 141 (SIGPIPE), no traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model, tokenizer = trained
+    src = Path(__file__).parents[1] / "src"
+    cmd = [sys.executable, "-m", "scratchformer", "predict", "--model", str(model), "--tokenizer", str(tokenizer)]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    run = subprocess.Popen([*cmd, *["房间很好。"] * 2000], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert run.stdout.readline()  # the first answer, then the reader leaves
+    run.stdout.close()
+    err = run.stderr.read().decode()
+    assert run.wait() == 141 and "Traceback" not in err, err

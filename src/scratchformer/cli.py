@@ -114,11 +114,6 @@ def predict_main(args: argparse.Namespace) -> int:
             batches = [[shorten(row, args.top) for row in rows]]
         try:
             errors = write_rows(progress(batches, total), fmt, out, predictor.class_names)
-        except BrokenPipeError:
-            # The reader left (`predict | head`). Point stdout at devnull so the flush at exit
-            # has nowhere to fail, as the Python docs on SIGPIPE recommend, and end quietly.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return SIGPIPE_EXIT
         except KeyboardInterrupt:
             print("scratchformer predict: interrupted; the rows already written are complete", file=sys.stderr)
             return INTERRUPTED_EXIT
@@ -317,7 +312,13 @@ def main(argv: list[str] | None = None) -> int:
         "predict": predict_main,
         "report": report_experiments_main,
     }
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except BrokenPipeError:
+        # The reader left (`predict | head`, `report experiments | head`). Point stdout at devnull
+        # so the flush at exit has nowhere to fail, as the Python docs on SIGPIPE recommend, and end quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return SIGPIPE_EXIT
 
 
 if __name__ == "__main__":
