@@ -71,6 +71,12 @@ def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
     line = recipe_line(records, "transformer", {"train.epochs": 7, "train.distill": 0.5, "train.ensemble": 1})
     assert "over seeds 42, 52: validation 0.9300 ± 0.0000, test 0.9400 ± 0.0141" in line
     assert line.endswith("against NB-LR's 0.9200 / 0.9300: above NB-LR on both splits.")
+    one = recipe_line(
+        [r for r in records if r["seed"] == 42],
+        "transformer",
+        {"train.epochs": 7, "train.distill": 0.5, "train.ensemble": 1},
+    )
+    assert "over seed 42: validation 0.9300, test " in one
     below = recipe_line(records, "tf", {"train.epochs": 7})
     assert "test 0.9150 ± 0.0071" in below and below.endswith("not above NB-LR on both splits.")
     assert "no recorded runs" in recipe_line(records, "x", {"train.epochs": 9})

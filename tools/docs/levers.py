@@ -165,7 +165,8 @@ def recipe_line(records: list[dict], name: str, recipe: dict[str, Any]) -> str:
     above = statistics.fmean(val) >= nblr_val and statistics.fmean(test) >= nblr_test
     verdict = "above NB-LR on both splits" if above else "not above NB-LR on both splits"
     return (
-        f"One Transformer alone, the {link} (no NB member, no ensemble at inference), over seeds "
-        f"{', '.join(str(r['seed']) for r in runs)}: validation {_stats(val)}, test {_stats(test)} "
+        f"One Transformer alone, the {link} (no NB member, no ensemble at inference), over "
+        f"{'seed' if len(runs) == 1 else 'seeds'} {', '.join(str(r['seed']) for r in runs)}: "
+        f"validation {_stats(val)}, test {_stats(test)} "
         f"against NB-LR's {nblr_val:.4f} / {nblr_test:.4f}: {verdict}."
     )
