@@ -103,6 +103,7 @@ def levers_table(records: list[dict]) -> str:
                 delta,
                 f"{nblr['nblr_val']:.4f} / {nblr['nblr_test']:.4f}",
                 "yes" if above else "no",
+                ", ".join("—" if r["best_epoch"] is None else str(r["best_epoch"]) for r in runs),
             ]
         )
     header = [
@@ -114,6 +115,7 @@ def levers_table(records: list[dict]) -> str:
         f"Δ val / test vs `{CONTROL}`",
         "NB-LR val / test",
         "mean ≥ NB-LR on both",
+        "best epoch, per seed",
     ]
     return markdown.table(header, rows)
 
