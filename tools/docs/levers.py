@@ -33,6 +33,7 @@ KEPT = {  # what a lever's record keeps of its experiment
     "nblr_test": "baseline:nblr.test.accuracy",
     "best_epoch": "train:best_epoch",
     "teacher_val": "train:nb_val_accuracy",
+    "teacher_train": "train:nb_train_accuracy",
 }
 
 
