@@ -221,3 +221,31 @@ def test_the_headline_is_read_back_from_the_committed_comparison_where_experimen
         "| reference run (`params.yaml`) | 0.835 | 0.835 |",
         "| [`best` recipe](recipes/best.yaml) (3 Transformers + NB member) | 0.93 | 0.93 |",
     ]  # no NB-LR in these records, and the SVM and `wide` rows are not headline rows
+
+
+def test_the_one_network_row_sits_just_above_the_baseline_it_is_measured_against():
+    from tools.docs.levers import recipe_row
+    from tools.docs.results import BASELINES, STRONGEST, headline_table
+
+    def row(label, val):
+        return {"label": label, "eval:validation.accuracy": val, "eval:test.accuracy": val}
+
+    runs = [
+        {"name": f"transformer-s{s}", "resplit": False, "seed": s, "changed": {"train.epochs": 12}, "val": v, "test": v}
+        for s, v in ((42, 0.91), (52, 0.93))
+    ]
+    one = recipe_row(runs, "transformer", {"train.epochs": 12})
+    assert one == [
+        "[`transformer` recipe](recipes/transformer.yaml) (one network, mean of seeds 42, 52)",
+        "0.9200",
+        "0.9200",
+    ]
+    assert recipe_row(runs, "transformer", {"train.epochs": 9}) is None  # no run has exactly those params
+    comparison = [row("reference (params.yaml)", 0.83), row(BASELINES[STRONGEST], 0.92)]
+    lines = headline_table(comparison, one).splitlines()[2:]
+    assert [line.split(" | ")[0] for line in lines] == [
+        "| reference run (`params.yaml`)",
+        "| [`transformer` recipe](recipes/transformer.yaml) (one network, mean of seeds 42, 52)",
+        "| char 1–3-gram NB-LR (strongest n-gram baseline)",
+    ]
+    assert headline_table(comparison) == headline_table(comparison, None)  # no record: the table as before

@@ -157,6 +157,21 @@ def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
     return [r for r in records if not r["resplit"] and r["changed"] == wanted]
 
 
+def recipe_row(records: list[dict], name: str, recipe: dict[str, Any]) -> list[str] | None:
+    """The README headline's row for ``recipe``: its link, seeds, and mean validation and test accuracy."""
+    runs = recipe_runs(records, recipe)
+    if not runs:
+        return None
+    label = (
+        f"[`{name}` recipe](recipes/{name}.yaml) (one network, mean of seeds {', '.join(str(r['seed']) for r in runs)})"
+    )
+    return [
+        label,
+        f"{statistics.fmean(r['val'] for r in runs):.4f}",
+        f"{statistics.fmean(r['test'] for r in runs):.4f}",
+    ]
+
+
 def recipe_line(records: list[dict], name: str, recipe: dict[str, Any]) -> str:
     """One sentence: the recipe's seeds, mean ± std on both splits, and whether that clears NB-LR on both."""
     runs = recipe_runs(records, recipe)

@@ -72,6 +72,15 @@ class Sources:
         raise ValueError("no page holds a <!-- comparison:start --> block to read the headline from")
 
 
+def _lever_record(src: Sources) -> list[dict]:
+    record = src.root / levers.RECORD
+    return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
+
+
+def _transformer(src: Sources) -> dict:
+    return recipes.load("transformer", src.root / "recipes")
+
+
 def make(name: str, text: str, src: Sources) -> str | None:
     """The content of block ``name`` of a page reading ``text``; None: leave it as committed."""
     if name == "results":
@@ -82,7 +91,7 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name == "headline":
         rows = results.comparison_rows(src.records) if src.has_best else src.committed_comparison()
-        return results.headline_table(rows)
+        return results.headline_table(rows, levers.recipe_row(_lever_record(src), "transformer", _transformer(src)))
     if name == "comparison":
         return results.comparison_table(src.records) if src.has_best else None
     if name == "members":
@@ -93,9 +102,7 @@ def make(name: str, text: str, src: Sources) -> str | None:
             print("no experiments here that differ only in seed: seeds block left as committed")
         return seed_table(groups) if groups else None
     if name == "transformer":  # one sentence on the `transformer` recipe's seeds, from the lever record
-        record = src.root / levers.RECORD
-        runs = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
-        return levers.recipe_line(runs, "transformer", recipes.load("transformer", src.root / "recipes"))
+        return levers.recipe_line(_lever_record(src), "transformer", _transformer(src))
     if name == "review":
         return review_block(text)
     if name == "predict":

@@ -106,17 +106,22 @@ HEADLINE = {  # the comparison's rows the README shows, and how it names them
 }
 
 
-def headline_table(comparison: list[dict]) -> str:
+def headline_table(comparison: list[dict], one_network: list[str] | None = None) -> str:
     """The README's table: reference, recipes and the strongest n-gram baseline, from the comparison's rows.
 
     ``comparison`` holds rows of :func:`comparison_rows`, or of the committed comparison
     block read back (:func:`read_table`) where the experiments are not at hand.
+    ``one_network`` (the `transformer` recipe's row, from the lever record) goes just
+    before the n-gram baseline it is measured against.
     """
     rows = [
         [HEADLINE[r["label"]], fmt(r.get("eval:validation.accuracy")), fmt(r.get("eval:test.accuracy"))]
         for r in comparison
         if r["label"] in HEADLINE
     ]
+    if one_network:
+        at = next((i for i, r in enumerate(rows) if r[0] == HEADLINE[BASELINES[STRONGEST]]), len(rows))
+        rows.insert(at, one_network)
     return markdown.table(["run", "validation accuracy", "test accuracy"], rows)
 
 
