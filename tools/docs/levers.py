@@ -34,6 +34,7 @@ KEPT = {  # what a lever's record keeps of its experiment
     "best_epoch": "train:best_epoch",
     "teacher_val": "train:nb_val_accuracy",
     "teacher_train": "train:nb_train_accuracy",
+    "pretrain_masked_accuracy": "pretrain:pretrain.masked_accuracy",
 }
 
 
