@@ -99,7 +99,7 @@ def levers_table(records: list[dict]) -> str:
             [
                 f"`{lever}`",
                 _changes(runs[0]["changed"], against),
-                ", ".join(str(r["seed"]) for r in runs),
+                _seeds(runs),
                 _stats(val),
                 _stats(test),
                 delta,
@@ -158,14 +158,16 @@ def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
     return [r for r in records if not r["resplit"] and r["changed"] == wanted]
 
 
+def _seeds(runs: list[dict]) -> str:
+    return ", ".join(str(r["seed"]) for r in runs)
+
+
 def recipe_row(records: list[dict], name: str, recipe: dict[str, Any]) -> list[str] | None:
     """The README headline's row for ``recipe``: its link, seeds, and mean validation and test accuracy."""
     runs = recipe_runs(records, recipe)
     if not runs:
         return None
-    label = (
-        f"[`{name}` recipe](recipes/{name}.yaml) (one network, mean of seeds {', '.join(str(r['seed']) for r in runs)})"
-    )
+    label = f"[`{name}` recipe](recipes/{name}.yaml) (one network, mean of seeds {_seeds(runs)})"
     return [
         label,
         f"{statistics.fmean(r['val'] for r in runs):.4f}",
@@ -185,7 +187,7 @@ def recipe_line(records: list[dict], name: str, recipe: dict[str, Any]) -> str:
     verdict = "above NB-LR on both splits" if above else "not above NB-LR on both splits"
     return (
         f"One Transformer alone, the {link} (no NB member, no ensemble at inference), over "
-        f"{'seed' if len(runs) == 1 else 'seeds'} {', '.join(str(r['seed']) for r in runs)}: "
+        f"{'seed' if len(runs) == 1 else 'seeds'} {_seeds(runs)}: "
         f"validation {_stats(val)}, test {_stats(test)} "
         f"against NB-LR's {nblr_val:.4f} / {nblr_test:.4f}: {verdict}."
     )

@@ -64,21 +64,22 @@ class Sources:
             print("no `best` experiment here (dvc exp pull it, or run it): its blocks left as committed")
         return found
 
+    @functools.cached_property
+    def lever_runs(self) -> list[dict]:
+        """The lever record (docs/levers.json): every recorded one-network run, from any clone."""
+        record = self.root / levers.RECORD
+        return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
+
+    @functools.cached_property
+    def transformer(self) -> dict:
+        return recipes.load("transformer", self.root / "recipes")
+
     def committed_comparison(self) -> list[dict]:
         for page in pages(self.root):
             table = markdown.block(page.read_text(encoding="utf-8"), "comparison")
             if table is not None:
                 return results.read_table(table)
         raise ValueError("no page holds a <!-- comparison:start --> block to read the headline from")
-
-
-def _lever_record(src: Sources) -> list[dict]:
-    record = src.root / levers.RECORD
-    return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
-
-
-def _transformer(src: Sources) -> dict:
-    return recipes.load("transformer", src.root / "recipes")
 
 
 def make(name: str, text: str, src: Sources) -> str | None:
@@ -91,7 +92,7 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name == "headline":
         rows = results.comparison_rows(src.records) if src.has_best else src.committed_comparison()
-        return results.headline_table(rows, levers.recipe_row(_lever_record(src), "transformer", _transformer(src)))
+        return results.headline_table(rows, levers.recipe_row(src.lever_runs, "transformer", src.transformer))
     if name == "comparison":
         return results.comparison_table(src.records) if src.has_best else None
     if name == "members":
@@ -102,7 +103,7 @@ def make(name: str, text: str, src: Sources) -> str | None:
             print("no experiments here that differ only in seed: seeds block left as committed")
         return seed_table(groups) if groups else None
     if name == "transformer":  # one sentence on the `transformer` recipe's seeds, from the lever record
-        return levers.recipe_line(_lever_record(src), "transformer", _transformer(src))
+        return levers.recipe_line(src.lever_runs, "transformer", src.transformer)
     if name == "review":
         return review_block(text)
     if name == "predict":
