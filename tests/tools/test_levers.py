@@ -10,7 +10,8 @@ def exp(name, val, test, epochs=7, distill=0.0, split=None, seed=42, nblr=(0.92,
     params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}}
     metrics = {
         "metrics/eval.json": {"data": {"validation": {"accuracy": val}, "test": {"accuracy": test}}},
-        "metrics/train.json": {"data": {"best_epoch": best_epoch or epochs}},
+        "metrics/train.json": {"data": {"best_epoch": best_epoch or epochs, "nb_train_accuracy": 0.99}},
+        "metrics/pretrain.json": {"data": {"pretrain": {"epochs": 0, "masked_accuracy": 0.05}}},
         "metrics/baseline.json": {
             "data": {"nblr": {"validation": {"accuracy": nblr[0]}, "test": {"accuracy": nblr[1]}}}
         },
@@ -50,6 +51,7 @@ def test_levers_are_grouped_by_name_and_measured_against_the_control_and_nblr():
     assert kd[5] == "+0.0300 / +0.0250"
     assert kd[7] == "yes" and tf1[7] == "no"  # 0.93/0.94 clears NB-LR's 0.92/0.93; 0.90/0.915 does not
     assert kd[8] == "7, 5" and tf1[8] == "7, 7"  # each seed's own, in seed order
+    assert {(r["teacher_train"], r["pretrain_masked_accuracy"]) for r in records} == {(0.99, 0.05)}  # kept to read back
     (resplit,) = rows(resplit_table(records))
     assert resplit[0] == "`rs-kd-s52`" and resplit[2] == "0.9100 / 0.9400" and resplit[4] == "no"  # val below
 
