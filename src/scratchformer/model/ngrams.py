@@ -17,6 +17,7 @@ is zero and never trained, so padding changes nothing.
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -64,10 +65,11 @@ class HashedNgramEmbedding(nn.Module):
     def forward(self, input_ids: Tensor, orders: list[Tensor] | None = None) -> Tensor:
         """``orders``: the 2..max_n-gram buckets when the caller has them already (:func:`ngram_ids_upto`)."""
         orders = orders if orders is not None else ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id)
-        out = 0
-        for ids in orders[: self.max_n - 1]:
-            out = out + self.table(ids)  # (B, T, C)
-        return out
+        # One lookup for every order, not one per order: the table's gradient is a
+        # dense (buckets + 1, C) tensor per lookup, and zeroing and summing those
+        # costs more than the rest of the step once the table has ~10^6 rows
+        # (benchmarks/ngram_table.py prints the ratio).
+        return self.table(torch.stack(orders[: self.max_n - 1])).sum(dim=0)  # (n-1, B, T, C) -> (B, T, C)
 
 
 class WideNgramBag(nn.Module):
