@@ -51,7 +51,8 @@ def main() -> None:
     parser.add_argument("--recipe", default="transformer", help="a file in recipes/ (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=42, help="the run's seed (default: %(default)s)")
     args = parser.parse_args()
-    settings = [*recipes.settings(recipes.load(args.recipe)), f"seed={args.seed}"]
+    recipe = recipes.settings(recipes.load(args.recipe))
+    settings = [*recipe, f"seed={args.seed}"]
     commit = subprocess.run(["git", "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "clone"
@@ -68,6 +69,7 @@ def main() -> None:
         scores = json.loads((clone / "metrics/eval.json").read_text(encoding="utf-8"))
     result = {
         "recipe": args.recipe,
+        "settings": recipe,  # the docs quote this time only while the recipe still says this
         "seed": args.seed,
         "commit": commit,
         "seconds": seconds,

@@ -84,3 +84,29 @@ def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
     below = recipe_line(records, "tf", {"train.epochs": 7})
     assert "test 0.9150 ± 0.0071" in below and below.endswith("not above NB-LR on both splits.")
     assert "no recorded runs" in recipe_line(records, "x", {"train.epochs": 9})
+
+
+def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_timed():
+    from scratchformer.reporting.experiments import experiments
+    from tools.docs.levers import recipe_line, timing_sentence
+
+    records = lever_records(experiments(sweep()))
+    recipe = {"train.epochs": 7, "train.distill": 0.5, "train.ensemble": 1}
+    timing = {
+        "recipe": "transformer",
+        "settings": ["train.epochs=7", "train.distill=0.5", "train.ensemble=1"],
+        "seed": 42,
+        "seconds": 690.0,
+        "cpus": 2,
+        "machine": "x86_64",
+        "validation_accuracy": 0.93,
+        "test_accuracy": 0.94,
+    }
+    line = recipe_line(records, "transformer", recipe, timing)
+    assert line.endswith(
+        "`benchmarks/recipe_time.py` ran it (seed 42: validation 0.9300, test 0.9400) "
+        "in 11.5 minutes on 2 x86_64 CPU cores."
+    )
+    assert timing_sentence(timing, "transformer", {**recipe, "train.epochs": 12}) == ""  # timed before a change
+    assert timing_sentence(timing, "best", recipe) == ""
+    assert "recipe_time" not in recipe_line(records, "transformer", recipe, None)

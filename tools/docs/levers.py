@@ -175,8 +175,22 @@ def recipe_row(records: list[dict], name: str, recipe: dict[str, Any]) -> list[s
     ]
 
 
-def recipe_line(records: list[dict], name: str, recipe: dict[str, Any]) -> str:
-    """One sentence: the recipe's seeds, mean ± std on both splits, and whether that clears NB-LR on both."""
+def timing_sentence(timing: dict | None, name: str, recipe: dict[str, Any]) -> str:
+    """What ``benchmarks/recipe_time.py`` measured for these exact settings of ``name``; "" when it has not."""
+    if not timing or timing.get("recipe") != name or timing.get("settings") != recipes.settings(recipe):
+        return ""
+    return (
+        f" From a fresh clone with an empty DVC cache, `benchmarks/recipe_time.py` ran it (seed {timing['seed']}: "
+        f"validation {timing['validation_accuracy']:.4f}, test {timing['test_accuracy']:.4f}) "
+        f"in {timing['seconds'] / 60:.1f} minutes on {timing['cpus']} {timing['machine']} CPU cores."
+    )
+
+
+def recipe_line(records: list[dict], name: str, recipe: dict[str, Any], timing: dict | None = None) -> str:
+    """One sentence: the recipe's seeds, mean ± std on both splits, and whether that clears NB-LR on both.
+
+    With ``timing`` (``benchmarks/results/recipe_time.json``) of these settings, a second: its wall time.
+    """
     runs = recipe_runs(records, recipe)
     link = f"[`{name}` recipe](recipes/{name}.yaml)"
     if not runs:
@@ -190,4 +204,4 @@ def recipe_line(records: list[dict], name: str, recipe: dict[str, Any]) -> str:
         f"{'seed' if len(runs) == 1 else 'seeds'} {_seeds(runs)}: "
         f"validation {_stats(val)}, test {_stats(test)} "
         f"against NB-LR's {nblr_val:.4f} / {nblr_test:.4f}: {verdict}."
-    )
+    ) + timing_sentence(timing, name, recipe)

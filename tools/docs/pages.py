@@ -71,6 +71,12 @@ class Sources:
         return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
 
     @functools.cached_property
+    def recipe_timing(self) -> dict | None:
+        """What benchmarks/recipe_time.py last measured (None before it has run)."""
+        path = self.root / "benchmarks/results/recipe_time.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+    @functools.cached_property
     def transformer(self) -> dict:
         return recipes.load("transformer", self.root / "recipes")
 
@@ -103,7 +109,7 @@ def make(name: str, text: str, src: Sources) -> str | None:
             print("no experiments here that differ only in seed: seeds block left as committed")
         return seed_table(groups) if groups else None
     if name == "transformer":  # one sentence on the `transformer` recipe's seeds, from the lever record
-        return levers.recipe_line(src.lever_runs, "transformer", src.transformer)
+        return levers.recipe_line(src.lever_runs, "transformer", src.transformer, src.recipe_timing)
     if name == "review":
         return review_block(text)
     if name == "predict":
