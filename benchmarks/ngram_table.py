@@ -7,12 +7,17 @@ at d_model 64 on a batch of 32 texts of 120 tokens, split into its parts:
 - forward + backward, with the table read once for all orders (what the model
   does) and once per order (the earlier form: one dense table-sized gradient per
   order, zeroed and then summed);
-- the fused AdamW step and the EMA update, which touch every row every step.
+- the fused AdamW step and the EMA update, which touch every row every step;
+- and with ``train.sparse_ngrams``: the table's gradient sparse, its rows updated by
+  lazy Adam (only the rows the batch read), the rest by AdamW as before.
 
-Prints milliseconds per step and the ratio per-order / one lookup. Run from the
+Prints milliseconds per step and the ratios per-order / one lookup and dense / sparse.
+Run from the
 repository root:
 
     python benchmarks/ngram_table.py [--steps 10]
+
+Writes nothing: the ratios are for reading, measured in the same run.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from scratchformer.config import ModelConfig
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.ngrams import HashedNgramEmbedding, ngram_ids_upto
-from scratchformer.train.optim import adamw, parameter_groups
+from scratchformer.train.optim import adamw, lazy_adam, parameter_groups, sparse_tables
 
 VOCAB = 21128
 
@@ -38,22 +43,27 @@ def per_order(self: HashedNgramEmbedding, input_ids, orders=None):
     return sum(self.table(ids) for ids in orders[: self.max_n - 1])
 
 
-def step_ms(buckets: int, steps: int, lookup_per_order: bool) -> dict[str, float]:
+def step_ms(buckets: int, steps: int, mode: str) -> dict[str, float]:
+    """Milliseconds per step by part; ``mode``: "per order", "one" (lookup) or "sparse"."""
     torch.manual_seed(0)
     config = ModelConfig(dropout=0.2, max_len=256, pooling="attention", ngram_max=3, ngram_buckets=buckets)
     model = TransformerClassifier(config.for_classes(["negative", "positive"]), VOCAB)
-    if lookup_per_order:
+    if mode == "per order":
         model.ngrams.forward = per_order.__get__(model.ngrams)
-    optimizer = adamw(parameter_groups([model], 0.02), 2e-3, "cpu")
+    tables = sparse_tables(model) if mode == "sparse" else []
+    optimizers = [adamw(parameter_groups([model], 0.02, exclude=tables), 2e-3, "cpu")]
+    optimizers += [lazy_adam(tables, 2e-3)] if tables else []
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.998))
     ids, labels = torch.randint(1, VOCAB, (32, 120)), torch.randint(0, 2, (32,))
-    spent = {"forward + backward": 0.0, "AdamW": 0.0, "EMA": 0.0}
+    spent = {"forward + backward": 0.0, "optimizer": 0.0, "EMA": 0.0}
     for i in range(steps + 2):  # the first two warm the allocator up
         t0 = time.perf_counter()
-        optimizer.zero_grad()
+        for optimizer in optimizers:
+            optimizer.zero_grad()
         F.cross_entropy(model(ids), labels).backward()
         t1 = time.perf_counter()
-        optimizer.step()
+        for optimizer in optimizers:
+            optimizer.step()
         t2 = time.perf_counter()
         ema.update_parameters(model)
         t3 = time.perf_counter()
@@ -67,18 +77,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
-    print(f"{'rows':>9}  {'lookup':<9}  {'fwd+bwd ms':>10}  {'AdamW ms':>8}  {'EMA ms':>6}  {'step ms':>7}")
+    print(f"{'rows':>9}  {'table':<9}  {'fwd+bwd ms':>10}  {'optim ms':>8}  {'EMA ms':>6}  {'step ms':>7}")
     for buckets in (65_536, 262_144, 1_048_576):
         totals = {}
-        for lookup_per_order in (True, False):
-            spent = step_ms(buckets, args.steps, lookup_per_order)
-            name = "per order" if lookup_per_order else "one"
-            totals[name] = sum(spent.values())
+        for mode in ("per order", "one", "sparse"):
+            spent = step_ms(buckets, args.steps, mode)
+            totals[mode] = sum(spent.values())
             print(
-                f"{buckets:>9,}  {name:<9}  {spent['forward + backward']:>10.1f}  {spent['AdamW']:>8.1f}"
-                f"  {spent['EMA']:>6.1f}  {totals[name]:>7.1f}"
+                f"{buckets:>9,}  {mode:<9}  {spent['forward + backward']:>10.1f}  {spent['optimizer']:>8.1f}"
+                f"  {spent['EMA']:>6.1f}  {totals[mode]:>7.1f}"
             )
-        print(f"{'':>9}  step time per order / one lookup: {totals['per order'] / totals['one']:.2f}x")
+        print(
+            f"{'':>9}  step time: per order / one lookup {totals['per order'] / totals['one']:.2f}x, "
+            f"dense / sparse {totals['one'] / totals['sparse']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -200,3 +200,19 @@ def test_a_teacher_without_a_lesson_or_a_lesson_without_a_teacher_is_refused(tra
     with pytest.raises(ConfigError, match=message):
         from_dict({"train": train})
     assert from_dict({"train": {"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5}}).train.distill == 0.5
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"train": {"sparse_ngrams": True}}, r"train\.sparse_ngrams=True needs an n-gram table: set model\.ngram_max"),
+        (
+            {"model": {"ngram_max": 3}, "train": {"sparse_ngrams": True, "nproc": 2}},
+            r"train\.sparse_ngrams=True needs train\.nproc 1 \(it is 2\)",
+        ),
+    ],
+)
+def test_sparse_ngram_tables_need_a_table_and_one_process(raw, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict(raw)
+    assert from_dict({"model": {"ngram_max": 3}, "train": {"sparse_ngrams": True}}).train.sparse_ngrams

@@ -13,9 +13,10 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.model.ngrams import ngram_ids_upto
 from scratchformer.train.classify import Classification, Steps, drop_tokens, fit, grad_norm_summary
 from scratchformer.train.distributed import pick_device
-from scratchformer.train.loop import NOTHING, Settings, TrainingDivergedError
+from scratchformer.train.loop import NOTHING, Loop, Settings, TrainingDivergedError
 from scratchformer.train.optim import lr_factor, parameter_groups
 from scratchformer.train.run import Recorder
 
@@ -240,17 +241,26 @@ def test_a_killed_write_leaves_a_temporary_that_the_next_write_removes(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.pt.x.tmp", "model.pt"]
 
 
-def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path, sparse):
     # Dropout, word dropout, the EMA, a cosine schedule with warm-up and a shuffled order:
-    # every random generator and every piece of optimizer state has to come back.
+    # every random generator and every piece of optimizer state (both optimizers with a
+    # sparse n-gram table) has to come back.
     config = TrainConfig(
-        epochs=3, batch_size=8, lr=1e-2, schedule="cosine", warmup_ratio=0.2, token_dropout=0.2, ema_decay=0.9
+        epochs=3,
+        batch_size=8,
+        lr=1e-2,
+        schedule="cosine",
+        warmup_ratio=0.2,
+        token_dropout=0.2,
+        ema_decay=0.9,
+        sparse_ngrams=sparse,
     )
     train, validation = _split(40, 0), _split(16, 1)
 
     def model():
         torch.manual_seed(0)
-        config_ = tiny_config(dropout=0.2)
+        config_ = tiny_config(dropout=0.2, ngram_max=3 if sparse else 1, ngram_buckets=64)
         return TransformerClassifier(config_, 30)
 
     states = []
@@ -371,3 +381,54 @@ def test_a_student_taught_by_a_teacher_follows_it_and_leaves_it_untrained(distil
         assert teacher.scale.item() == 5.0 and not teacher.scale.requires_grad  # frozen: never trained
     else:
         assert agrees < 0.25  # the labels' (flipped) rule
+
+
+def _ngram_loop(sparse):
+    """A Loop over a tiny model with a hashed n-gram table (bigrams and trigrams in 64 rows)."""
+    torch.manual_seed(0)
+    model = TransformerClassifier(tiny_config(ngram_max=3, ngram_buckets=64), 30)
+    settings = Settings(epochs=2, batch_size=8, lr=1e-2, weight_decay=0.0, sparse_ngrams=sparse)
+    return model, Loop(Classification(model), settings, seed=0, steps_per_epoch=1, device=torch.device("cpu"))
+
+
+def _batch(seed):
+    """One batch of 8 random texts of 6 tokens over 30: many distinct n-grams, so two batches use different rows."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, 30, (8, 6), generator=g)
+    return ids, TokenizedSplit.from_sequences(list(ids), torch.randint(0, 2, (8,), generator=g))
+
+
+class _Steps(Recorder):
+    def __init__(self):
+        self.records = []
+
+    def step(self, record):
+        self.records.append(record)
+
+
+def test_sparse_ngram_tables_move_only_the_rows_a_batch_uses_and_log_the_true_gradient_norm():
+    (ids1, first), (ids2, second) = _batch(1), _batch(2)
+
+    def rows(ids):
+        """The table rows a batch reads (row 0, "no n-gram", never trains)."""
+        found = torch.zeros(65, dtype=torch.bool)
+        found[torch.cat([o.flatten() for o in ngram_ids_upto(ids, 3, 64, 0)])] = True
+        found[0] = False
+        return found
+
+    used, earlier = rows(ids2), rows(ids1) & ~rows(ids2)  # earlier: read by the first batch only
+    norms, moved = {}, {}
+    for sparse in (False, True):
+        model, loop = _ngram_loop(sparse)
+        steps = _Steps()
+        loop.run_epoch(first, steps)
+        before = model.ngrams.table.weight.detach().clone()
+        loop.run_epoch(second, steps)
+        if sparse:
+            assert model.ngrams.table.weight.grad.is_sparse
+        moved[sparse] = (model.ngrams.table.weight.detach() != before).any(dim=1)
+        norms[sparse] = steps.records[0]["grad_norm"]
+    assert earlier.sum() > 5 and moved[True][used].all()
+    assert not moved[True][earlier].any()  # lazy Adam: a row waits for its n-gram
+    assert moved[False][earlier].all()  # dense AdamW moves every row it has moments for
+    assert norms[True] == pytest.approx(norms[False], rel=1e-5)  # same first step, same gradient norm

@@ -77,6 +77,12 @@ class Params:
             f"exceeds model.max_len={self.model.max_len}, the positional table; raise model.max_len too",
         )
         require(
+            not self.train.sparse_ngrams or self.model.ngram_max > 1,
+            "train.sparse_ngrams",
+            self.train.sparse_ngrams,
+            "needs an n-gram table: set model.ngram_max > 1",
+        )
+        require(
             -self.model.n_layers <= self.probe.layer < self.model.n_layers,
             "probe.layer",
             self.probe.layer,

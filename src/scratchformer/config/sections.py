@@ -144,6 +144,7 @@ class TrainConfig:
     bucket_by_length: bool = False  # batch texts of similar length together (less padding)
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
+    sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
     ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
     select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
     nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
@@ -180,6 +181,12 @@ class TrainConfig:
             f"must be >= train.nproc ({self.nproc}): each process takes a share of every batch",
         )
         require(self.log_every >= 1, "train.log_every", self.log_every, "must be >= 1")
+        require(
+            not self.sparse_ngrams or self.nproc == 1,
+            "train.sparse_ngrams",
+            self.sparse_ngrams,
+            f"needs train.nproc 1 (it is {self.nproc}): sparse gradients are not all-reduced here",
+        )
         require(self.nb_ngrams >= 0, "train.nb_ngrams", self.nb_ngrams, "must be >= 0 (0 = no NB member)")
         require(self.nb_c > 0, "train.nb_c", self.nb_c, "must be > 0")
         require(self.nb_buckets >= 1, "train.nb_buckets", self.nb_buckets, "must be >= 1")

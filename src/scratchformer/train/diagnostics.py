@@ -87,9 +87,15 @@ def group_grad_norms(groups: dict[str, list[nn.Parameter]]) -> Tensor:
     together with the loss, and clips with their norm instead of measuring again.
     """
     norms = [
-        torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]) for params in groups.values()
+        torch.nn.utils.get_total_norm([dense(p.grad) for p in params if p.grad is not None])
+        for params in groups.values()
     ]
     return torch.stack(norms)
+
+
+def dense(grad: Tensor) -> Tensor:
+    """A gradient as a tensor whose norm is the gradient's: a sparse one's values (rows summed), else itself."""
+    return grad.coalesce().values() if grad.is_sparse else grad
 
 
 def layer_grad_norms(model: nn.Module) -> dict[str, float]:

@@ -35,7 +35,7 @@ from scratchformer.config import PretrainConfig, TrainConfig, UserError
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.optim import adamw, autocast, lr_factor, parameter_groups
+from scratchformer.train.optim import adamw, autocast, lazy_adam, lr_factor, parameter_groups, sparse_tables
 from scratchformer.train.run import Recorder
 
 NOTHING = Recorder()  # records nothing
@@ -66,6 +66,7 @@ class Settings:
     warmup_ratio: float = 0.0
     bucket_by_length: bool = False
     ema_decay: float = 0.0
+    sparse_ngrams: bool = False  # the n-gram table by lazy Adam on sparse gradients (optim.sparse_tables)
     precision: str = "fp32"  # fp32 | bf16 | fp16
     log_every: int = 1
 
@@ -113,12 +114,18 @@ class Loop:
         self.label, self.where, self.hint = label, where, hint  # who diverged, where, and what to change then
         autocast(device, settings.precision)  # fail now on an impossible precision, not at the first step
         self.ddp = world.wrap(objective, find_unused_parameters=objective.unused_parameters)
-        self.optimizer = adamw(parameter_groups([objective], settings.weight_decay), settings.lr, device)
+        tables = sparse_tables(self.model) if settings.sparse_ngrams else []
+        groups = parameter_groups([objective], settings.weight_decay, exclude=tables)
+        # AdamW, and lazy Adam for sparse tables; one lr schedule drives both
+        self.optimizers = [adamw(groups, settings.lr, device), *([lazy_adam(tables, settings.lr)] if tables else [])]
         self.steps_per_epoch = steps_per_epoch
         total = steps_per_epoch * settings.epochs
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lr_factor(s, total, settings.schedule, settings.warmup_ratio)
-        )
+        self.schedulers = [
+            torch.optim.lr_scheduler.LambdaLR(
+                o, lambda s: lr_factor(s, total, settings.schedule, settings.warmup_ratio)
+            )
+            for o in self.optimizers
+        ]
         self.ema = (
             AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay))
             if settings.ema_decay
@@ -184,11 +191,13 @@ class Loop:
         with autocast(self.device, self.settings.precision):
             out = self.ddp(ids, labels)
         loss = out.loss / n  # this rank's share of the global mean; the shares sum to it
-        self.optimizer.zero_grad(set_to_none=True)
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=True)
         objective = loss * self.world.size if self.world.size > 1 else loss  # DDP averages over ranks: × size
         if self.scaler is not None:
             self.scaler.scale(objective).backward()
-            self.scaler.unscale_(self.optimizer)
+            for optimizer in self.optimizers:
+                self.scaler.unscale_(optimizer)
         else:
             objective.backward()
         # Each layer's gradient norm before clipping; the global norm is the norm of those,
@@ -198,16 +207,18 @@ class Loop:
         max_norm = self.settings.grad_clip if self.settings.grad_clip > 0 else math.inf
         torch.nn.utils.clip_grads_with_norm_(self.objective.parameters(), max_norm, total)
         values = torch.stack([loss.detach(), out.plain.detach(), out.hits.to(total.dtype), total, *per_group])
-        return values, {"step": self.step, "lr": self.scheduler.get_last_lr()[0], "count": n}
+        return values, {"step": self.step, "lr": self.schedulers[0].get_last_lr()[0], "count": n}
 
     def _update(self) -> None:
         """Apply the clipped gradients: the optimizer (through the loss scaler in fp16), the schedule, the EMA."""
+        for optimizer, scheduler in zip(self.optimizers, self.schedulers, strict=True):
+            if self.scaler is not None:
+                self.scaler.step(optimizer)  # skipped when fp16 overflowed; the scale then shrinks
+            else:
+                optimizer.step()
+            scheduler.step()
         if self.scaler is not None:
-            self.scaler.step(self.optimizer)  # skipped when fp16 overflowed; the scale then shrinks
             self.scaler.update()
-        else:
-            self.optimizer.step()
-        self.scheduler.step()
         if self.ema is not None:
             self.ema.update_parameters(self.model)
         self.step += 1
@@ -248,8 +259,8 @@ class Loop:
             "epoch": self.epoch,
             "step": self.step,
             "objective": self.objective.state_dict(),  # the model, and an objective's own layers (MLM head)
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
+            "optimizers": [o.state_dict() for o in self.optimizers],
+            "schedulers": [s.state_dict() for s in self.schedulers],
             "ema": self.ema.state_dict() if self.ema is not None else None,
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
             "order": self.order.get_state(),
@@ -260,8 +271,10 @@ class Loop:
     def restore(self, state: dict) -> None:
         """Load a :meth:`state` back: the run continues as if it had never stopped."""
         self.objective.load_state_dict(state["objective"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        for optimizer, saved in zip(self.optimizers, state["optimizers"], strict=True):
+            optimizer.load_state_dict(saved)
+        for scheduler, saved in zip(self.schedulers, state["schedulers"], strict=True):
+            scheduler.load_state_dict(saved)
         if self.ema is not None:
             self.ema.load_state_dict(state["ema"])
         if self.scaler is not None:

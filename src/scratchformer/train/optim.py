@@ -10,7 +10,9 @@ import torch
 from torch import nn
 
 
-def parameter_groups(modules: Iterable[nn.Module], weight_decay: float) -> list[dict]:
+def parameter_groups(
+    modules: Iterable[nn.Module], weight_decay: float, exclude: Iterable[nn.Parameter] = ()
+) -> list[dict]:
     """Two AdamW groups: the weight matrices of linear layers decay, nothing else does.
 
     Weight decay pulls a weight towards 0, which regularises the matrices that
@@ -20,9 +22,10 @@ def parameter_groups(modules: Iterable[nn.Module], weight_decay: float) -> list[
     offsets and scales, not mixers, and are left alone (as in nanoGPT's
     ``configure_optimizers``, with embeddings in the no-decay group). A
     parameter shared by two modules (a tied embedding) is listed once; a frozen
-    one (a distillation teacher) is not listed.
+    one (a distillation teacher) is not listed, nor one in ``exclude`` (a table
+    another optimizer updates: :func:`sparse_tables`).
     """
-    decay, no_decay, seen = [], [], set()
+    decay, no_decay, seen = [], [], {id(p) for p in exclude}
     for module in modules:
         for sub in module.modules():
             for name, p in sub.named_parameters(recurse=False):
@@ -41,6 +44,32 @@ def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.op
     updated every step (benchmarks/encoder_throughput.py prints the ratio).
     """
     return torch.optim.AdamW(groups, lr=lr, fused=torch.device(device).type in ("cpu", "cuda"))
+
+
+def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
+    """Give the model's hashed n-gram tables sparse gradients; return their weights.
+
+    A step reads a few thousand of a table's rows, but a dense gradient is the
+    size of the whole table: building it, AdamW's update and the moments all
+    cost O(rows) every step, so a table of 2^20 rows more than doubles a step
+    (benchmarks/ngram_table.py). With ``sparse`` set, the lookup's gradient
+    holds only the rows the batch used, and :func:`lazy_adam` updates only
+    those: a row's moments move when its n-gram occurs (lazy Adam), where dense
+    AdamW would keep moving every row by its momentum. Tables take no weight
+    decay either way (:func:`parameter_groups`). Only the training copy
+    changes: ``sparse`` is not in the state dict, so the saved model is as before.
+    """
+    from scratchformer.model.ngrams import HashedNgramEmbedding
+
+    tables = [m.table for m in model.modules() if isinstance(m, HashedNgramEmbedding)]
+    for table in tables:
+        table.sparse = True
+    return [table.weight for table in tables]
+
+
+def lazy_adam(params: list[nn.Parameter], lr: float) -> torch.optim.SparseAdam:
+    """Adam on sparse gradients (PyTorch's SparseAdam): only the rows in the step's gradient change."""
+    return torch.optim.SparseAdam(params, lr=lr)
 
 
 def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> float:
