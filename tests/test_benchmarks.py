@@ -32,3 +32,15 @@ def test_gpu_check_says_so_when_there_is_no_cuda(monkeypatch):
     monkeypatch.setattr("sys.argv", ["gpu_check.py"])
     with pytest.raises(SystemExit, match="no CUDA device on this machine; nothing measured"):
         load("gpu_check").main()
+
+
+def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path, monkeypatch):
+    from scratchformer.config import from_dict
+
+    recipe_time = load("recipe_time")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpora" / "reviews").mkdir(parents=True)
+    local = from_dict({"data": {"source": "corpora/reviews"}, "tokenizer": {"name": "bert-base-chinese"}})
+    assert recipe_time.local_inputs(local) == ["corpora/reviews"]  # the tokenizer id is no folder here
+    elsewhere = from_dict({"data": {"source": str(tmp_path / "corpora" / "reviews")}})
+    assert recipe_time.local_inputs(elsewhere) == []  # outside the repository: the clone reads it where it is
