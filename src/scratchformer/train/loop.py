@@ -210,7 +210,7 @@ class Loop:
         return values, {"step": self.step, "lr": self.schedulers[0].get_last_lr()[0], "count": n}
 
     def _update(self) -> None:
-        """Apply the clipped gradients: the optimizer (through the loss scaler in fp16), the schedule, the EMA."""
+        """Apply the clipped gradients: each optimizer (through the loss scaler in fp16) and its schedule, the EMA."""
         for optimizer, scheduler in zip(self.optimizers, self.schedulers, strict=True):
             if self.scaler is not None:
                 self.scaler.step(optimizer)  # skipped when fp16 overflowed; the scale then shrinks
