@@ -87,13 +87,13 @@ def group_grad_norms(groups: dict[str, list[nn.Parameter]]) -> Tensor:
     together with the loss, and clips with their norm instead of measuring again.
     """
     norms = [
-        torch.nn.utils.get_total_norm([dense(p.grad) for p in params if p.grad is not None])
+        torch.nn.utils.get_total_norm([norm_operand(p.grad) for p in params if p.grad is not None])
         for params in groups.values()
     ]
     return torch.stack(norms)
 
 
-def dense(grad: Tensor) -> Tensor:
+def norm_operand(grad: Tensor) -> Tensor:
     """A gradient as a tensor whose norm is the gradient's: a sparse one's values (rows summed), else itself."""
     return grad.coalesce().values() if grad.is_sparse else grad
 

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
+from scratchformer.model.ngrams import HashedNgramEmbedding
+
 
 def parameter_groups(
     modules: Iterable[nn.Module], weight_decay: float, exclude: Iterable[nn.Parameter] = ()
@@ -59,8 +61,6 @@ def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
     decay either way (:func:`parameter_groups`). Only the training copy
     changes: ``sparse`` is not in the state dict, so the saved model is as before.
     """
-    from scratchformer.model.ngrams import HashedNgramEmbedding
-
     tables = [m.table for m in model.modules() if isinstance(m, HashedNgramEmbedding)]
     for table in tables:
         table.sparse = True
