@@ -56,7 +56,9 @@ def run(
     With ``train.nb_ngrams`` > 0 an NB-weighted n-gram model is fit first, on the
     train split: it joins the ensemble (``train.nb_role`` member), or it only
     teaches (teacher): with ``train.distill`` > 0 every member's targets mix in
-    its probabilities, and the saved model is the Transformers alone.
+    its probabilities, and the saved model is the Transformers alone. With
+    ``train.distill_folds`` = k > 1 the teacher is k models fit out of fold, and
+    its train accuracy in the metrics is out of fold too.
 
     The :class:`~scratchformer.train.run.Run` records it all: at the end of every
     epoch the state of the run goes to ``state_path``; a rerun with the same

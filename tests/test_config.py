@@ -194,6 +194,8 @@ def test_a_training_stage_resume_key_digests_exactly_the_params_it_declares():
         ({"distill": 0.5}, r"train\.distill=0\.5 needs a teacher: set train\.nb_ngrams > 0"),
         ({"nb_ngrams": 3, "nb_role": "teacher"}, r"train\.nb_role='teacher' teacher needs train\.distill > 0"),
         ({"nb_ngrams": 3, "distill": 1.5}, r"train\.distill=1\.5 must be in \[0, 1\]"),
+        ({"nb_ngrams": 3, "distill": 0.5, "distill_folds": 5}, r"train\.distill_folds=5 needs train\.nb_role teacher"),
+        ({"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5, "distill_folds": 0}, r"train\.distill_folds=0 must"),
     ],
 )
 def test_a_teacher_without_a_lesson_or_a_lesson_without_a_teacher_is_refused(train, message):

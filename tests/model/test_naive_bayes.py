@@ -1,4 +1,5 @@
-"""The NB-weighted n-gram member: ratios by hand, presence not counts, padding-blind, a real fit, and its share."""
+"""The NB-weighted n-gram member: ratios by hand, presence not counts, padding-blind, a real fit, its share,
+and the out-of-fold teacher: folds read from the text, and no text answered by a model that saw it."""
 
 import math
 
@@ -6,8 +7,11 @@ import torch
 from test_classifier import VOCAB, make, sentences
 
 from scratchformer.analysis.acceptance import padding_leak
+from scratchformer.config import from_dict
+from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.classifier import Ensemble
-from scratchformer.model.naive_bayes import NBLogistic
+from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
+from scratchformer.train.ensemble import fit_nb
 
 PAD = 0
 
@@ -90,3 +94,37 @@ def test_an_ensemble_with_an_nb_member_survives_the_checkpoint(tmp_path):
     loaded, _ = load_checkpoint(tmp_path / "m.pt")
     assert isinstance(loaded, Ensemble) and loaded.nb is not None
     assert torch.equal(loaded(sentences()), ensemble(sentences()))
+
+
+def test_a_texts_fold_is_read_from_the_text_alone_and_the_folds_are_even():
+    ids = torch.randint(3, VOCAB, (2000, 12), generator=torch.Generator().manual_seed(0))
+    folds = text_folds(ids, 5, PAD)
+    padded = torch.cat([ids, torch.full((2000, 4), PAD)], dim=1)
+    assert torch.equal(text_folds(padded, 5, PAD), folds)  # blind to padding: any batch width gives the same fold
+    assert torch.equal(text_folds(ids[[3, 3, 7]], 5, PAD), folds[[3, 3, 7]])  # a copy of a text is in its fold
+    assert torch.bincount(folds, minlength=5).min() > 0.9 * 2000 / 5
+
+
+class Vocabulary:
+    """What :func:`fit_nb` reads of a tokenizer: its size and its PAD id."""
+
+    pad_token_id = PAD
+
+    def __len__(self) -> int:
+        return VOCAB
+
+
+def test_an_out_of_fold_teacher_answers_no_text_from_memory():
+    """Random labels: fit on all of train, NB memorises them; out of fold, each text meets a model that never saw it."""
+    g = torch.Generator().manual_seed(0)
+    texts = [torch.randint(3, VOCAB, (12,), generator=g) for _ in range(400)]
+    labels = torch.randint(0, 2, (400,), generator=g)
+    train = TokenizedSplit.from_sequences(texts, labels)
+    accuracy = {}
+    for k in (1, 4):
+        teach = {"nb_ngrams": 3, "nb_buckets": 4096, "nb_role": "teacher", "distill": 0.5, "distill_folds": k}
+        params = from_dict({"model": {"num_classes": 2}, "train": teach})
+        nb, accuracy[k], _ = fit_nb(params, train, train, Vocabulary())
+        assert isinstance(nb, OutOfFold) == (k > 1)
+    assert accuracy[1] > 0.95  # in sample: the labels, memorised
+    assert 0.35 < accuracy[4] < 0.65  # out of fold: chance, as on any text it never saw

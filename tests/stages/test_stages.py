@@ -157,12 +157,17 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     assert result["validation"]["accuracy"] == pytest.approx(accuracy(blend), abs=1e-12)
 
 
-def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_path, monkeypatch):
-    """train.nb_role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone."""
+@pytest.mark.parametrize("folds", [1, 3])
+def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_path, monkeypatch, folds):
+    """train.nb_role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone.
+
+    With train.distill_folds 3 the teacher is three models, fit out of fold.
+    """
     import torch
 
     from scratchformer.model.checkpoint import load_checkpoint
     from scratchformer.model.classifier import Ensemble
+    from scratchformer.model.naive_bayes import OutOfFold
     from scratchformer.train import ensemble
     from stages import download, tokenize, train
 
@@ -171,6 +176,7 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
     model = {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32}
     train_params = {"epochs": 1, "batch_size": 16, "ensemble": 2, "nb_ngrams": 2, "nb_role": "teacher", "distill": 0.5}
+    train_params["distill_folds"] = folds
     params = from_dict(
         {
             "data": {"source": "corpus"},
@@ -195,6 +201,9 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
     metrics = train.run(params, *inputs, *out.values())
     assert len(taught) == 2 and taught[0] is taught[1] is not None  # one teacher, fit once, for every member
+    assert isinstance(taught[0], OutOfFold) == (folds > 1)
+    if folds > 1:
+        assert len(taught[0].models) == folds
     saved, _ = load_checkpoint(out["model.pt"])
     assert isinstance(saved, Ensemble) and saved.nb is None and len(saved.members) == 2
     assert 0.5 <= metrics["nb_val_accuracy"] <= 1.0  # the teacher's own score is recorded

@@ -13,6 +13,7 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
 from scratchformer.train.classify import Classification, Steps, drop_tokens, fit, grad_norm_summary
 from scratchformer.train.distributed import pick_device
@@ -366,6 +367,29 @@ def test_the_distillation_target_mixes_the_labels_with_the_teachers_probabilitie
     taught = teacher(ids).softmax(1)
     assert torch.allclose(target, 0.75 * F.one_hot(labels, 2).float() + 0.25 * taught)
     assert Classification(model, teacher=teacher, distill=0.0).target(ids, labels, 2) is labels  # off: the labels
+
+
+class Sure(nn.Module):
+    """A fitted model stand-in that is sure of one class whatever the text."""
+
+    def __init__(self, label: int):
+        super().__init__()
+        self.label = label
+
+    def forward(self, ids):
+        return F.one_hot(torch.full((len(ids),), self.label), 2).float() * 20
+
+
+def test_an_out_of_fold_teacher_answers_each_row_from_the_fold_of_its_clean_text():
+    teacher = OutOfFold([Sure(0), Sure(1)], pad_id=0)  # the model of fold j says class j
+    objective = Classification(_model(), token_dropout=0.5, teacher=teacher, distill=1.0)
+    ids = torch.randint(1, 30, (64, 12), generator=torch.Generator().manual_seed(0))
+    noised, rows = objective.prepare(ids, torch.zeros(64, dtype=torch.long), torch.Generator().manual_seed(1))
+    labels, folds = rows.unbind(1)
+    assert torch.equal(folds, text_folds(ids, 2, 0))  # read before the noise ...
+    assert not torch.equal(text_folds(noised, 2, 0), folds)  # ... which would have moved some rows
+    assert torch.equal(objective.target(noised, labels, 2, folds).argmax(1), folds)
+    assert objective(noised, rows).loss.isfinite()
 
 
 @pytest.mark.parametrize("distill", [0.0, 1.0])

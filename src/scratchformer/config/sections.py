@@ -155,6 +155,7 @@ class TrainConfig:
     nb_buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
     nb_role: Literal["member", "teacher"] = "member"  # teacher: it only teaches (distill), the model is the rest
     distill: float = 0.0  # weight of the NB model's probabilities on each step's (noised) batch in the target
+    distill_folds: int = 1  # k > 1: k teachers, each fit without one k-th of train; a text is taught out of fold
 
     def __post_init__(self) -> None:
         require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
@@ -202,6 +203,13 @@ class TrainConfig:
             "train.nb_role",
             self.nb_role,
             "teacher needs train.distill > 0: a teacher that teaches nothing would be fit for nothing",
+        )
+        require(self.distill_folds >= 1, "train.distill_folds", self.distill_folds, "must be >= 1 (1 = one teacher)")
+        require(
+            self.distill_folds == 1 or self.nb_role == "teacher",
+            "train.distill_folds",
+            self.distill_folds,
+            "needs train.nb_role teacher: out-of-fold models teach, they do not join the ensemble",
         )
 
 

@@ -95,3 +95,46 @@ class NBLogistic(nn.Module):
         optimizer.step(objective)
         with torch.no_grad():
             return (self.scores(feats).argmax(dim=1) == labels).float().mean().item()
+
+
+def text_folds(input_ids: Tensor, k: int, pad_id: int) -> Tensor:
+    """(B, T) -> (B,) each text's fold in 0..k-1: a hash of its tokens at their positions, blind to padding.
+
+    The fold is read from the text, not from its row number: a copy of a text
+    lands in the text's fold (so an out-of-fold teacher has seen neither), and a
+    batch's folds are known wherever the batch goes, from its token ids alone.
+    """
+    positions = torch.arange(1, input_ids.size(1) + 1, device=input_ids.device)
+    mixed = ((input_ids.long() + 1) * 0x9E3779B1) ^ (positions * 0x85EBCA77)  # odd multipliers: every bit moves
+    return mixed.masked_fill(input_ids == pad_id, 0).sum(dim=1) % k
+
+
+class OutOfFold(nn.Module):
+    """k models, the j-th fit without the train texts of fold j; each text is taught by the one that never saw it.
+
+    A model fit on all of train answers its own train texts almost perfectly,
+    so as a teacher there its probabilities are nearly the labels and teach
+    nothing they do not. Out of
+    fold, each text gets what the model learnt from the *other* texts: the
+    doubt, and the mistakes, it would have on a review it had never read.
+    Validation and test texts were seen by none, so any fold's model may
+    answer them; their hash picks one.
+    """
+
+    def __init__(self, models: list[nn.Module], pad_id: int) -> None:
+        super().__init__()
+        self.models, self.pad_id = nn.ModuleList(models), pad_id
+
+    def folds(self, input_ids: Tensor) -> Tensor:
+        """(B, T) clean token ids -> (B,) the fold of each text (:func:`text_folds`)."""
+        return text_folds(input_ids, len(self.models), self.pad_id)
+
+    def forward(self, input_ids: Tensor, folds: Tensor | None = None) -> Tensor:
+        """input_ids (B, T) -> logits (B, K), row i from model ``folds[i]`` (default: the rows' own folds).
+
+        Pass the folds of the clean texts when ``input_ids`` are noised copies:
+        noise changes the hash, not which texts a model has seen.
+        """
+        folds = self.folds(input_ids) if folds is None else folds
+        logits = torch.stack([model(input_ids) for model in self.models])  # (k, B, K)
+        return logits[folds, torch.arange(input_ids.size(0), device=input_ids.device)]

@@ -94,8 +94,13 @@ def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
         lines.append(
             f"- An n-gram model (NB-weighted logistic regression over token 1..{params.train.nb_ngrams}-grams) "
             f"taught it during training (train.distill {params.train.distill:g}: that share of each target was "
-            "the n-gram model's probabilities on the noised text); it is not part of this folder, which holds "
-            "the network alone."
+            "the n-gram model's probabilities on the noised text"
+            + (
+                f", each text taught by one of {params.train.distill_folds} such models, the one fit without it"
+                if params.train.distill_folds > 1
+                else ""
+            )
+            + "); it is not part of this folder, which holds the network alone."
         )
     return lines
 

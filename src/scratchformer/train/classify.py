@@ -18,6 +18,7 @@ from scratchformer.analysis.evaluation import accuracy, predict_logits, rounded,
 from scratchformer.config import TrainConfig
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.model.naive_bayes import OutOfFold
 from scratchformer.train.diagnostics import attention_diagnostics, grouped_parameters
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.loop import NOTHING, Loop, Settings, StepResult
@@ -104,6 +105,11 @@ class Classification(nn.Module):
     each labelled by the teacher, so it learns the teacher's function around
     the data and not only its answers on the clean texts. The loss stays the
     cross-entropy against that target (label smoothing then applies to it).
+
+    An :class:`~scratchformer.model.naive_bayes.OutOfFold` teacher answers each
+    row with the model that never saw its text. The fold is read from the clean
+    text in ``prepare``, before the noise, and travels with the label: the
+    labels become (B, 2) rows of (label, fold).
     """
 
     unused_parameters = False  # every trainable parameter takes part in its loss (the teacher trains none)
@@ -122,6 +128,8 @@ class Classification(nn.Module):
         self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
 
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        if isinstance(self.teacher, OutOfFold):
+            labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)
         if self.token_dropout:
             ids = drop_tokens(ids, self.token_dropout, self.model.pad_id, generator)
         return ids, labels
@@ -132,18 +140,19 @@ class Classification(nn.Module):
     def grad_groups(self) -> dict[str, list[nn.Parameter]]:
         return grouped_parameters(self.model)
 
-    def target(self, ids: Tensor, labels: Tensor, num_classes: int) -> Tensor:
+    def target(self, ids: Tensor, labels: Tensor, num_classes: int, folds: Tensor | None = None) -> Tensor:
         """The labels, or with a teacher the (B, K) mixture of the labels and its probabilities on ``ids``."""
         if self.teacher is None:
             return labels
         with torch.no_grad():
-            taught = self.teacher(ids).float().softmax(dim=1)
+            taught = (self.teacher(ids) if folds is None else self.teacher(ids, folds)).float().softmax(dim=1)
         onehot = F.one_hot(labels, num_classes).to(taught.dtype)
         return (1 - self.distill) * onehot + self.distill * taught
 
     def forward(self, ids: Tensor, labels: Tensor) -> StepResult:
+        labels, folds = labels.unbind(dim=1) if labels.dim() == 2 else (labels, None)  # (label, fold) rows
         logits = self.model(ids).float()  # (B, K); the loss in fp32 whatever the forward's precision
-        target = self.target(ids, labels, logits.size(1))
+        target = self.target(ids, labels, logits.size(1), folds)
         loss = F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
         if target is labels and not self.label_smoothing:
             plain = loss.detach()

@@ -15,7 +15,7 @@ from scratchformer.config import Params
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.model.checkpoint import load_pretrained
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.model.naive_bayes import NBLogistic
+from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
 from scratchformer.train.classify import History, fit, seed_everything
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.run import Run
@@ -50,7 +50,7 @@ def train_member(
     run: Run,
     probe: Probe | None = None,
     world: World = ALONE,
-    teacher: NBLogistic | None = None,
+    teacher: NBLogistic | OutOfFold | None = None,
 ) -> Member:
     """Member ``k`` of ``run``, trained from seed ``params.seed + k``, at its best epoch.
 
@@ -82,18 +82,40 @@ def train_member(
 
 def fit_nb(
     params: Params, train_split: TokenizedSplit, val_split: TokenizedSplit, tokenizer: PreTrainedTokenizerBase
-) -> tuple[NBLogistic, float, float]:
+) -> tuple[NBLogistic | OutOfFold, float, float]:
     """The NB-weighted n-gram model (:mod:`scratchformer.model.naive_bayes`), fit on the train split.
 
     Returns it with its train and validation accuracy. It joins the ensemble
     (``train.nb_role`` member), or only teaches (teacher); either way it is
     fit before the Transformers, deterministically (full-batch L-BFGS), so
     every process of a multi-process run and every resumed run fits the same one.
+
+    With ``train.distill_folds`` = k > 1 the teacher is k models, the j-th fit
+    on the train texts outside fold j (:class:`~scratchformer.model.naive_bayes.OutOfFold`);
+    its train accuracy is then out of fold, every text answered by the model
+    that never saw it.
     """
-    pad_id = tokenizer.pad_token_id
-    nb = NBLogistic(params.train.nb_ngrams, params.train.nb_buckets, len(tokenizer), params.model.num_classes, pad_id)
-    train_accuracy = nb.fit(list(batches(train_split, 256, pad_id)), params.train.nb_c)
+    config, pad_id = params.train, tokenizer.pad_token_id
+
+    def new() -> NBLogistic:
+        return NBLogistic(config.nb_ngrams, config.nb_buckets, len(tokenizer), params.model.num_classes, pad_id)
+
+    train = list(batches(train_split, 256, pad_id))
+    if config.distill_folds == 1:
+        nb = new()
+        train_accuracy = nb.fit(train, config.nb_c)
+    else:
+        k = config.distill_folds
+        folds = [text_folds(ids, k, pad_id) for ids, _ in train]
+        models = []
+        for j in range(k):
+            models.append(new())
+            models[-1].fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.nb_c)
+        nb = OutOfFold(models, pad_id)
+        with torch.no_grad():
+            right = sum(int((nb(ids, f).argmax(1) == y).sum()) for (ids, y), f in zip(train, folds, strict=True))
+        train_accuracy = right / len(train_split)
     logits = predict_logits(nb, val_split, 256)
     val_accuracy = scores(logits, val_split.labels)["accuracy"]
-    log.info("NB %s: train accuracy %.4f, validation accuracy %.4f", params.train.nb_role, train_accuracy, val_accuracy)
+    log.info("NB %s: train accuracy %.4f, validation accuracy %.4f", config.nb_role, train_accuracy, val_accuracy)
     return nb, train_accuracy, val_accuracy
