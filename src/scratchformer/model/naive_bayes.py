@@ -114,11 +114,11 @@ class OutOfFold(nn.Module):
 
     A model fit on all of train answers its own train texts almost perfectly,
     so as a teacher there its probabilities are nearly the labels and teach
-    nothing they do not. Out of
-    fold, each text gets what the model learnt from the *other* texts: the
-    doubt, and the mistakes, it would have on a review it had never read.
-    Validation and test texts were seen by none, so any fold's model may
-    answer them; their hash picks one.
+    nothing they do not. Out of fold, each text gets what the model learnt from
+    the *other* texts: the doubt, and the mistakes, it would have on a review it
+    had never read. Any other text is routed the same way, by its hash: a
+    validation review that also occurs in train meets the model that never saw
+    it, so the teacher's validation score is an out-of-fold score too.
     """
 
     def __init__(self, models: list[nn.Module], pad_id: int) -> None:

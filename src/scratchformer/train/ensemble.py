@@ -107,10 +107,9 @@ def fit_nb(
     else:
         k = config.distill_folds
         folds = [text_folds(ids, k, pad_id) for ids, _ in train]
-        models = []
-        for j in range(k):
-            models.append(new())
-            models[-1].fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.nb_c)
+        models = [new() for _ in range(k)]
+        for j, model in enumerate(models):
+            model.fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.nb_c)
         nb = OutOfFold(models, pad_id)
         with torch.no_grad():
             right = sum(int((nb(ids, f).argmax(1) == y).sum()) for (ids, y), f in zip(train, folds, strict=True))
