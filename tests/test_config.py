@@ -218,3 +218,20 @@ def test_sparse_ngram_tables_need_a_table_and_one_process(raw, message):
     with pytest.raises(ConfigError, match=message):
         from_dict(raw)
     assert from_dict({"model": {"ngram_max": 3}, "train": {"sparse_ngrams": True}}).train.sparse_ngrams
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"train": {"ngram_decay": 0.1}}, r"train\.ngram_decay=0\.1 needs an n-gram table: set model\.ngram_max"),
+        ({"model": {"ngram_max": 3}, "train": {"ngram_decay": -0.1}}, r"train\.ngram_decay=-0\.1 must be >= 0"),
+        (
+            {"model": {"ngram_max": 3}, "train": {"ngram_decay": 0.1, "sparse_ngrams": True}},
+            r"train\.ngram_decay=0\.1 needs train\.sparse_ngrams false",
+        ),
+    ],
+)
+def test_ngram_decay_needs_a_dense_ngram_table(raw, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict(raw)
+    assert from_dict({"model": {"ngram_max": 3}, "train": {"ngram_decay": 0.1}}).train.ngram_decay == 0.1

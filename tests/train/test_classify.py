@@ -227,6 +227,29 @@ def test_weight_decay_reaches_linear_weights_only():
     assert any(n.startswith("ngrams.") for n in kept)
 
 
+@pytest.mark.parametrize("ngram_decay", [0.0, 0.5])
+def test_ngram_decay_shrinks_the_rows_no_batch_read_and_only_those_tables(ngram_decay):
+    torch.manual_seed(0)
+    model = TransformerClassifier(tiny_config(ngram_max=2, ngram_buckets=64), 30)
+    groups = parameter_groups([model], 0.1, ngram_decay=ngram_decay)
+    assert len(groups) == (3 if ngram_decay else 2)
+    if ngram_decay:
+        (decayed,) = groups[2]["params"]
+        assert decayed is model.ngrams.table.weight and groups[2]["weight_decay"] == ngram_decay
+    table, embed = model.ngrams.table.weight, model.embed.weight
+    before, embed_before = table.detach().clone(), embed.detach().clone()
+    optimizer = torch.optim.AdamW(groups, lr=0.1)
+    ids = torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 9, 2, 0, 0]])
+    F.cross_entropy(model(ids), torch.tensor([0, 1])).backward()
+    unread = (table.grad == 0).all(dim=1)
+    assert 0 < unread.sum() < len(unread) - 1  # the batch read some rows and left most alone
+    optimizer.step()
+    # AdamW moves an unread row by decay alone: w <- w (1 - lr * decay); no decay leaves it as it was
+    torch.testing.assert_close(table[unread], before[unread] * (1 - 0.1 * ngram_decay), rtol=0, atol=1e-7)
+    unread_tokens = (embed.grad == 0).all(dim=1)
+    assert torch.equal(embed[unread_tokens], embed_before[unread_tokens])  # the token table never decays
+
+
 def test_checkpoint_bytes_do_not_depend_on_the_temporary_name(tmp_path):
     model = _model()
     save_checkpoint(tmp_path / "a.pt", model)

@@ -83,6 +83,12 @@ class Params:
             "needs an n-gram table: set model.ngram_max > 1",
         )
         require(
+            not self.train.ngram_decay or self.model.ngram_max > 1,
+            "train.ngram_decay",
+            self.train.ngram_decay,
+            "needs an n-gram table: set model.ngram_max > 1",
+        )
+        require(
             -self.model.n_layers <= self.probe.layer < self.model.n_layers,
             "probe.layer",
             self.probe.layer,

@@ -145,6 +145,7 @@ class TrainConfig:
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
+    ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0: it decays no more than any table)
     ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
     select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
     nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
@@ -162,6 +163,13 @@ class TrainConfig:
         require(self.batch_size >= 1, "train.batch_size", self.batch_size, "must be >= 1")
         require(self.lr > 0, "train.lr", self.lr, "must be > 0")
         require(self.weight_decay >= 0, "train.weight_decay", self.weight_decay, "must be >= 0")
+        require(self.ngram_decay >= 0, "train.ngram_decay", self.ngram_decay, "must be >= 0")
+        require(
+            not (self.ngram_decay and self.sparse_ngrams),
+            "train.ngram_decay",
+            self.ngram_decay,
+            "needs train.sparse_ngrams false: lazy Adam on a sparse table has no weight decay",
+        )
         require(self.grad_clip >= 0, "train.grad_clip", self.grad_clip, "must be >= 0")
         require(
             DEVICE.fullmatch(self.device) is not None,

@@ -67,6 +67,7 @@ class Settings:
     bucket_by_length: bool = False
     ema_decay: float = 0.0
     sparse_ngrams: bool = False  # the n-gram table by lazy Adam on sparse gradients (optim.sparse_tables)
+    ngram_decay: float = 0.0  # weight decay of the n-gram table (optim.parameter_groups)
     precision: str = "fp32"  # fp32 | bf16 | fp16
     log_every: int = 1
 
@@ -115,7 +116,7 @@ class Loop:
         autocast(device, settings.precision)  # fail now on an impossible precision, not at the first step
         self.ddp = world.wrap(objective, find_unused_parameters=objective.unused_parameters)
         tables = sparse_tables(self.model) if settings.sparse_ngrams else []
-        groups = parameter_groups([objective], settings.weight_decay, exclude=tables)
+        groups = parameter_groups([objective], settings.weight_decay, exclude=tables, ngram_decay=settings.ngram_decay)
         # AdamW, and lazy Adam for sparse tables; one lr schedule drives both
         self.optimizers = [adamw(groups, settings.lr, device), *([lazy_adam(tables, settings.lr)] if tables else [])]
         self.steps_per_epoch = steps_per_epoch

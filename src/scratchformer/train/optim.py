@@ -13,9 +13,12 @@ from scratchformer.model.ngrams import HashedNgramEmbedding
 
 
 def parameter_groups(
-    modules: Iterable[nn.Module], weight_decay: float, exclude: Iterable[nn.Parameter] = ()
+    modules: Iterable[nn.Module],
+    weight_decay: float,
+    exclude: Iterable[nn.Parameter] = (),
+    ngram_decay: float = 0.0,
 ) -> list[dict]:
-    """Two AdamW groups: the weight matrices of linear layers decay, nothing else does.
+    """AdamW groups: the weight matrices of linear layers decay, nothing else does.
 
     Weight decay pulls a weight towards 0, which regularises the matrices that
     mix features. Biases, LayerNorm gains, embedding tables (token, n-gram and
@@ -26,16 +29,35 @@ def parameter_groups(
     parameter shared by two modules (a tied embedding) is listed once; a frozen
     one (a distillation teacher) is not listed, nor one in ``exclude`` (a table
     another optimizer updates: :func:`sparse_tables`).
+
+    ``ngram_decay`` > 0 puts the hashed n-gram tables in a third group that
+    decays at that rate. Shrinking the rows of rare n-grams towards nothing is
+    then the point: a row that a handful of train texts fit is an n-gram the
+    model should trust less, as the L2 penalty of an n-gram logistic regression
+    makes it.
     """
-    decay, no_decay, seen = [], [], {id(p) for p in exclude}
+    skip = {id(p) for p in exclude}
+    ngram_tables = {
+        id(sub.table.weight)
+        for module in modules
+        for sub in module.modules()
+        if ngram_decay and isinstance(sub, HashedNgramEmbedding)
+    }
+    decay, no_decay, ngrams, seen = [], [], [], set(skip)
     for module in modules:
         for sub in module.modules():
             for name, p in sub.named_parameters(recurse=False):
                 if id(p) in seen or not p.requires_grad:
                     continue
                 seen.add(id(p))
-                (decay if isinstance(sub, nn.Linear) and name == "weight" else no_decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+                if isinstance(sub, nn.Linear) and name == "weight":
+                    decay.append(p)
+                elif id(p) in ngram_tables:
+                    ngrams.append(p)
+                else:
+                    no_decay.append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return groups + ([{"params": ngrams, "weight_decay": ngram_decay}] if ngrams else [])
 
 
 def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.optim.AdamW:
@@ -57,8 +79,8 @@ def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
     (benchmarks/ngram_table.py). With ``sparse`` set, the lookup's gradient
     holds only the rows the batch used, and :func:`lazy_adam` updates only
     those: a row's moments move when its n-gram occurs (lazy Adam), where dense
-    AdamW would keep moving every row by its momentum. Tables take no weight
-    decay either way (:func:`parameter_groups`). Only the training copy
+    AdamW would keep moving every row by its momentum. A sparse table takes no
+    weight decay (the config refuses ``train.ngram_decay`` with it). Only the training copy
     changes: ``sparse`` is not in the state dict, so the saved model is as before.
     """
     tables = [m.table for m in model.modules() if isinstance(m, HashedNgramEmbedding)]
