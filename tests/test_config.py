@@ -66,6 +66,7 @@ def test_device_names_that_are_accepted(device):
         ({"train": {"ensemble": 0}}, "train.ensemble=0 must be >= 1"),
         ({"model": {"ngram_max": 0}}, "model.ngram_max=0 must be >= 1"),
         ({"model": {"ngram_buckets": 0}}, "model.ngram_buckets=0 must be >= 1"),
+        ({"model": {"ngram_init": -0.5}}, "model.ngram_init=-0.5 must be >= 0"),
         ({"train": {"lr": "fast"}}, "train.lr='fast' must be float, got str"),
         ({"train": {"device": "tpu"}}, "train.device='tpu'"),
         ({"train": {"device": "cudax"}}, "train.device='cudax' must be auto, cpu, mps, cuda or cuda:N"),

@@ -54,6 +54,25 @@ def test_embedding_ignores_padding_and_trains_only_seen_rows():
     assert set(touched.tolist()) == set(rows.tolist()) - {0}
 
 
+def test_the_init_std_scales_the_same_draw_and_zero_rows_learn_only_what_a_batch_read():
+    torch.manual_seed(3)
+    default = HashedNgramEmbedding(max_n=3, buckets=50, d_model=8, pad_id=PAD)
+    torch.manual_seed(3)
+    small = HashedNgramEmbedding(max_n=3, buckets=50, d_model=8, pad_id=PAD, init_std=0.1)
+    assert default.table.weight.std() > 0.5  # nn.Embedding's N(0, 1)
+    torch.testing.assert_close(small.table.weight, 0.1 * default.table.weight, rtol=0, atol=0)
+
+    zero = HashedNgramEmbedding(max_n=3, buckets=50, d_model=8, pad_id=PAD, init_std=0.0)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    assert torch.equal(zero(ids), torch.zeros(1, 4, 8))  # an untrained n-gram adds nothing
+    zero(ids).sum().backward()
+    with torch.no_grad():
+        zero.table.weight -= 0.1 * zero.table.weight.grad
+    moved = zero.table.weight.abs().sum(1).nonzero().flatten()
+    rows = torch.cat([ngram_ids(ids, n, 50, PAD) for n in (2, 3)], dim=1).unique()
+    assert set(moved.tolist()) == set(rows.tolist()) - {0}  # a row the batch did not read stays zero
+
+
 def _order_task(n=200, seed=0):
     """Sequences of 1s and 2s with as many of each; label = whether the bigram (1, 2) occurs more than (2, 1)."""
     g = torch.Generator().manual_seed(seed)

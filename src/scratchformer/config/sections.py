@@ -90,6 +90,7 @@ class ModelConfig:
     norm: Literal["pre", "post"] = "pre"
     ngram_max: int = 1  # also embed the 2..ngram_max-grams ending at each token (1 = tokens only)
     ngram_buckets: int = 65536  # rows of the hashed n-gram embedding table
+    ngram_init: float = 1.0  # std of its rows at initialisation (nn.Embedding's 1); 0: an n-gram starts as nothing
     wide_ngrams: int = 0  # > 0: add a linear model over the bag of 1..wide_ngrams-grams to the logits
 
     def __post_init__(self) -> None:
@@ -105,6 +106,7 @@ class ModelConfig:
         if self.positional == "rope":
             require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
+        require(self.ngram_init >= 0, "model.ngram_init", self.ngram_init, "must be >= 0")
         require(0 <= self.wide_ngrams <= 6, "model.wide_ngrams", self.wide_ngrams, "must be in 0..6 (0 = off)")
         if self.num_classes is not None:
             require(self.num_classes >= 2, "model.num_classes", self.num_classes, "must be >= 2")

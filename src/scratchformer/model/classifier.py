@@ -77,7 +77,9 @@ class TransformerClassifier(Classifier):
         # N(0, 1) init, the PAD row zero and never updated.
         self.embed = nn.Embedding(vocab_size, C, padding_idx=pad_id)
         self.ngrams = (
-            HashedNgramEmbedding(config.ngram_max, config.ngram_buckets, C, pad_id) if config.ngram_max > 1 else None
+            HashedNgramEmbedding(config.ngram_max, config.ngram_buckets, C, pad_id, config.ngram_init)
+            if config.ngram_max > 1
+            else None
         )
         rope = None
         if config.positional == "sinusoidal":

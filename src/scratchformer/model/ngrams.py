@@ -52,15 +52,25 @@ def ngram_ids(input_ids: Tensor, n: int, buckets: int, pad_id: int) -> Tensor:
 
 
 class HashedNgramEmbedding(nn.Module):
-    """Sum of the embeddings of the 2..max_n-grams ending at each token: (B, T) -> (B, T, C)."""
+    """Sum of the embeddings of the 2..max_n-grams ending at each token: (B, T) -> (B, T, C).
 
-    def __init__(self, max_n: int, buckets: int, d_model: int, pad_id: int) -> None:
+    The rows start as N(0, ``init_std``^2). With nn.Embedding's std 1, an
+    n-gram that a handful of train texts contain keeps a row that is mostly
+    its random start: on a new text it adds a vector as large as a token's
+    that carries nothing. A small std (0: zeros) lets an n-gram add only what
+    training put in its row (fastText starts its n-gram rows near 0 too).
+    """
+
+    def __init__(self, max_n: int, buckets: int, d_model: int, pad_id: int, init_std: float = 1.0) -> None:
         super().__init__()
         self.max_n = max_n
         self.buckets = buckets
         self.pad_id = pad_id
         # Row 0 stands for "no n-gram here": zero and never updated, like the PAD token.
         self.table = nn.Embedding(buckets + 1, d_model, padding_idx=0)
+        if init_std != 1.0:  # scale the N(0, 1) draw: the same random numbers drawn, so std 1 is unchanged
+            with torch.no_grad():
+                self.table.weight.mul_(init_std)
 
     def forward(self, input_ids: Tensor, orders: list[Tensor] | None = None) -> Tensor:
         """``orders``: the 2..max_n-gram buckets when the caller has them already (:func:`ngram_ids_upto`)."""
