@@ -147,7 +147,7 @@ class TrainConfig:
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
-    ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0: it decays no more than any table)
+    ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
     ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
     select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
     nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size

@@ -18,7 +18,7 @@ def parameter_groups(
     exclude: Iterable[nn.Parameter] = (),
     ngram_decay: float = 0.0,
 ) -> list[dict]:
-    """AdamW groups: the weight matrices of linear layers decay, nothing else does.
+    """AdamW groups: the weight matrices of linear layers decay, and by default nothing else.
 
     Weight decay pulls a weight towards 0, which regularises the matrices that
     mix features. Biases, LayerNorm gains, embedding tables (token, n-gram and
@@ -36,14 +36,13 @@ def parameter_groups(
     model should trust less, as the L2 penalty of an n-gram logistic regression
     makes it.
     """
-    skip = {id(p) for p in exclude}
     ngram_tables = {
         id(sub.table.weight)
         for module in modules
         for sub in module.modules()
         if ngram_decay and isinstance(sub, HashedNgramEmbedding)
     }
-    decay, no_decay, ngrams, seen = [], [], [], set(skip)
+    decay, no_decay, ngrams, seen = [], [], [], {id(p) for p in exclude}
     for module in modules:
         for sub in module.modules():
             for name, p in sub.named_parameters(recurse=False):
@@ -80,8 +79,9 @@ def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
     holds only the rows the batch used, and :func:`lazy_adam` updates only
     those: a row's moments move when its n-gram occurs (lazy Adam), where dense
     AdamW would keep moving every row by its momentum. A sparse table takes no
-    weight decay (the config refuses ``train.ngram_decay`` with it). Only the training copy
-    changes: ``sparse`` is not in the state dict, so the saved model is as before.
+    weight decay (the config refuses ``train.ngram_decay`` with it). Only the
+    training copy changes: ``sparse`` is not in the state dict, so the saved
+    model is as before.
     """
     tables = [m.table for m in model.modules() if isinstance(m, HashedNgramEmbedding)]
     for table in tables:
