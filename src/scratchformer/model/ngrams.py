@@ -68,9 +68,8 @@ class HashedNgramEmbedding(nn.Module):
         self.pad_id = pad_id
         # Row 0 stands for "no n-gram here": zero and never updated, like the PAD token.
         self.table = nn.Embedding(buckets + 1, d_model, padding_idx=0)
-        if init_std != 1.0:  # scale the N(0, 1) draw: the same random numbers drawn, so std 1 is unchanged
-            with torch.no_grad():
-                self.table.weight.mul_(init_std)
+        with torch.no_grad():  # scale the N(0, 1) draw: no new random numbers, and x * 1.0 is x exactly
+            self.table.weight.mul_(init_std)
 
     def forward(self, input_ids: Tensor, orders: list[Tensor] | None = None) -> Tensor:
         """``orders``: the 2..max_n-gram buckets when the caller has them already (:func:`ngram_ids_upto`)."""

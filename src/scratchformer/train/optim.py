@@ -36,12 +36,8 @@ def parameter_groups(
     model should trust less, as the L2 penalty of an n-gram logistic regression
     makes it.
     """
-    ngram_tables = {
-        id(sub.table.weight)
-        for module in modules
-        for sub in module.modules()
-        if ngram_decay and isinstance(sub, HashedNgramEmbedding)
-    }
+    modules = list(modules)
+    decayed_tables = {id(t.weight) for m in modules for t in ngram_tables(m)} if ngram_decay else set()
     decay, no_decay, ngrams, seen = [], [], [], {id(p) for p in exclude}
     for module in modules:
         for sub in module.modules():
@@ -51,7 +47,7 @@ def parameter_groups(
                 seen.add(id(p))
                 if isinstance(sub, nn.Linear) and name == "weight":
                     decay.append(p)
-                elif id(p) in ngram_tables:
+                elif id(p) in decayed_tables:
                     ngrams.append(p)
                 else:
                     no_decay.append(p)
@@ -69,6 +65,11 @@ def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.op
     return torch.optim.AdamW(groups, lr=lr, fused=torch.device(device).type in ("cpu", "cuda"))
 
 
+def ngram_tables(model: nn.Module) -> list[nn.Embedding]:
+    """The hashed n-gram embedding tables of ``model``: the rows that sparse gradients and ``ngram_decay`` act on."""
+    return [m.table for m in model.modules() if isinstance(m, HashedNgramEmbedding)]
+
+
 def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
     """Give the model's hashed n-gram tables sparse gradients; return their weights.
 
@@ -83,7 +84,7 @@ def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
     training copy changes: ``sparse`` is not in the state dict, so the saved
     model is as before.
     """
-    tables = [m.table for m in model.modules() if isinstance(m, HashedNgramEmbedding)]
+    tables = ngram_tables(model)
     for table in tables:
         table.sparse = True
     return [table.weight for table in tables]
