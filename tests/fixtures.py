@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import subprocess
 from pathlib import Path
 
 from scratchformer.config import ModelConfig
@@ -100,3 +101,20 @@ def tiny_config(**overrides) -> ModelConfig:
     """The small model the tests build (2 classes, d_model 16, 2 heads, 1 layer, max_len 16, no
     dropout), with ``overrides``: one definition instead of a literal in every test file."""
     return dataclasses.replace(TINY, **overrides)
+
+
+ROOT = Path(__file__).parents[1]
+
+
+def committed(relative: str, into: Path) -> Path:
+    """``relative`` (a path in the project) as committed at HEAD, written into the folder ``into``.
+
+    Tests that pin the project's own files (params.yaml and what is generated from it) read
+    the commit, not the workspace: ``dvc exp run`` applies an experiment's params and outputs
+    to the workspace, and the tests must still pass after one. Outside a git checkout (a
+    source archive) the workspace file is the commit.
+    """
+    target = into / Path(relative).name
+    shown = subprocess.run(["git", "show", f"HEAD:{relative}"], cwd=ROOT, capture_output=True)
+    target.write_bytes(shown.stdout if shown.returncode == 0 else (ROOT / relative).read_bytes())
+    return target

@@ -14,15 +14,17 @@ def test_defaults_are_the_reference_run():
     assert params.probe.query_token == "差"
 
 
-def test_params_yaml_holds_the_defaults_that_code_falls_back_on():
+def test_params_yaml_holds_the_defaults_that_code_falls_back_on(tmp_path):
     # report.py and the checkpoint loader build Params() / ModelConfig() when a key is
-    # absent: that must be the configuration params.yaml actually runs.
+    # absent: that must be the configuration params.yaml actually runs. The committed
+    # params.yaml, not the workspace's: `dvc exp run` leaves an experiment's params there.
     import dataclasses
-    from pathlib import Path
+
+    from fixtures import committed
 
     from scratchformer.config import Params
 
-    params = load_params(Path(__file__).parents[1] / "params.yaml")
+    params = load_params(committed("params.yaml", tmp_path))
     # The one exception: data.label_names names ChnSentiCorp's 0/1 labels; other corpora differ.
     assert params.data.label_names == {0: "negative", 1: "positive"}
     assert dataclasses.replace(params, data=dataclasses.replace(params.data, label_names=None)) == Params()
