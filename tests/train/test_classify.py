@@ -1,4 +1,6 @@
+import logging
 import math
+import re
 from dataclasses import fields
 
 import pytest
@@ -17,7 +19,7 @@ from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
 from scratchformer.train.classify import Classification, Steps, drop_tokens, fit, grad_norm_summary
 from scratchformer.train.distributed import pick_device
-from scratchformer.train.loop import NOTHING, Loop, Settings, TrainingDivergedError
+from scratchformer.train.loop import NOTHING, Loop, Progress, Settings, TrainingDivergedError
 from scratchformer.train.optim import lr_factor, parameter_groups
 from scratchformer.train.run import Recorder
 
@@ -479,3 +481,31 @@ def test_sparse_ngram_tables_move_only_the_rows_a_batch_uses_and_log_the_true_gr
     assert not moved[True][earlier].any()  # lazy Adam: a row waits for its n-gram
     assert moved[False][earlier].all()  # dense AdamW moves every row it has moments for
     assert norms[True] == pytest.approx(norms[False], rel=1e-5)  # same first step, same gradient norm
+
+
+def test_each_epoch_logs_one_compact_line_with_time_and_an_estimate(caplog):
+    with caplog.at_level(logging.INFO, logger="scratchformer.train.classify"):
+        history = fit(_model(), _split(48, 3), _split(24, 4), TrainConfig(epochs=3, batch_size=8, lr=1e-2), 0, "cpu")
+    lines = [r.getMessage() for r in caplog.records if r.name == "scratchformer.train.classify"]
+    assert len(lines) == 3
+    shape = (
+        r"epoch (\d)/3  train loss \d\.\d{4} acc \d\.\d{4}  val loss (\d\.\d{4}) acc (\d\.\d{4})"
+        r"  \S+ elapsed, ~\S+ left"
+    )
+    for line, record in zip(lines, history.epochs, strict=True):
+        epoch, val_loss, val_accuracy = re.fullmatch(shape, line).groups()
+        assert (int(epoch), float(val_loss), float(val_accuracy)) == (
+            record["epoch"],
+            round(record["val_loss"], 4),
+            round(record["val_accuracy"], 4),
+        )
+        assert len(line) <= 120
+    assert lines[-1].endswith("~0s left")
+
+
+def test_where_no_bar_shows_a_progress_line_comes_at_least_every_interval(caplog, monkeypatch):
+    monkeypatch.setattr(Progress, "every", 0.0)
+    with caplog.at_level(logging.INFO, logger="scratchformer.train.loop"):
+        Progress("epoch 1/2", 10, quiet=False).tick(4, 0.5)
+        Progress("epoch 1/2", 10, quiet=True).tick(4, 0.5)  # a terminal: tqdm's bar says it
+    assert [r.getMessage() for r in caplog.records] == ["epoch 1/2: step 4/10, loss 0.500, ~0s left in this epoch"]

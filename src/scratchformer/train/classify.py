@@ -224,6 +224,7 @@ def fit(
         loop.restore(resume)
         history = History(**resume["history"])
         log.info("member %d: resuming after epoch %d of %d", member, loop.epoch, config.epochs)
+    first = loop.epoch + 1  # the first epoch this process trains (a resumed run starts later)
     while loop.epoch < config.epochs:
         done = loop.run_epoch(train, Steps(history.steps, recorder))
         state = loop.state()  # collective: all ranks take part
@@ -237,11 +238,36 @@ def fit(
             history.best_epoch = loop.epoch
             history.best_state = copy.deepcopy(evaluated.state_dict())
         history.epochs.append(record)
-        log.info("epoch %d: %s", loop.epoch, record)
+        log.info(epoch_line(record, config.epochs, time.perf_counter() - start, first))
+        log.debug("epoch %d: %s", loop.epoch, record)
         recorder.epoch(record, evaluated)
         recorder.state({**state, "history": history.as_state()})
     history.seconds = time.perf_counter() - start
     return history
+
+
+def epoch_line(record: dict, epochs: int, elapsed: float, first: int) -> str:
+    """One line a person can read at a glance: epoch i/N, both losses and accuracies, time, time left.
+
+    The estimate assumes the epochs still to come take as long as the mean of those
+    trained in this process (from epoch ``first`` on; a resumed run's earlier epochs
+    took their time in another).
+    """
+    done = record["epoch"] - first + 1
+    left = elapsed / done * (epochs - record["epoch"])
+    train_acc = record["train_accuracy"]
+    if isinstance(train_acc, (tuple, list)):
+        train_acc = accuracy(*train_acc)
+    return (
+        f"epoch {record['epoch']}/{epochs}  train loss {record['train_loss']:.4f} acc {train_acc:.4f}"
+        f"  val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f}"
+        f"  {_clock(elapsed)} elapsed, ~{_clock(left)} left"
+    )
+
+
+def _clock(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
 class Steps(Recorder):

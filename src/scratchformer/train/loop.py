@@ -21,8 +21,10 @@ dropout) on the whole global batch. The loop owns everything else, once:
 
 from __future__ import annotations
 
+import logging
 import math
 import random
+import time
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
@@ -37,6 +39,8 @@ from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.optim import adamw, autocast, lazy_adam, lr_factor, parameter_groups, sparse_tables
 from scratchformer.train.run import Recorder
+
+log = logging.getLogger(__name__)
 
 NOTHING = Recorder()  # records nothing
 
@@ -82,6 +86,28 @@ class Settings:
         shared = train if train is not None else config
         own = {f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
         return cls(**{**own, "precision": shared.precision, "log_every": shared.log_every})
+
+
+class Progress:
+    """A progress line every ``every`` seconds where no progress bar shows (CI, ``dvc queue``, a pipe).
+
+    tqdm draws the bar on a terminal and turns itself off elsewhere; there, an epoch of
+    several minutes would otherwise pass without a word.
+    """
+
+    every = 30.0  # seconds
+
+    def __init__(self, what: str, total: int, quiet: bool) -> None:
+        self.what, self.total, self.quiet = what, total, quiet
+        self.start = self.last = time.monotonic()
+
+    def tick(self, step: int, loss: float) -> None:
+        now = time.monotonic()
+        if self.quiet or now - self.last < self.every:
+            return
+        self.last = now
+        left = (now - self.start) / step * (self.total - step)
+        log.info("%s: step %d/%d, loss %.3f, ~%ds left in this epoch", self.what, step, self.total, loss, left)
 
 
 class Loop:
@@ -163,6 +189,7 @@ class Loop:
             leave=False,
             disable=None,
         )
+        progress = Progress(f"epoch {self.epoch}/{s.epochs}", self.steps_per_epoch, quiet=not bar.disable or not self.world.main)
         for i, (ids, labels) in enumerate(bar):
             pending.append(self.gradients(ids, labels))
             records = []
@@ -177,6 +204,7 @@ class Loop:
                 recorder.step(record)
             if records:
                 bar.set_postfix(loss=f"{records[-1][0]['loss']:.3f}")
+                progress.tick(i + 1, records[-1][0]["loss"])
         return {"train_loss": loss_sum / seen, "train_accuracy": (int(hits), seen)}
 
     def gradients(self, ids: Tensor, labels: Tensor) -> tuple[Tensor, dict]:
