@@ -35,6 +35,14 @@ def at_least_one(value: str) -> int:
     return number
 
 
+def one_character(value: str) -> str:
+    """argparse type: one character ('\\t' written out is a tab)."""
+    value = "\t" if value == "\\t" else value
+    if len(value) != 1:
+        raise argparse.ArgumentTypeError(f"give one character, not {value!r}")
+    return value
+
+
 MAX_PLOTTED = 20  # texts one --plot picture holds (one chart each, stacked)
 
 
@@ -52,7 +60,7 @@ def plot_relevance(predictions: list[Prediction], path: Path) -> None:
     plots.save_figure(plots.relevance_figure(rows), path)
 
 
-def texts_in(args: argparse.Namespace, files: contextlib.ExitStack) -> tuple[Iterable[str], int | None]:
+def texts_in(args: argparse.Namespace) -> tuple[Iterable[str], int | None]:
     """The texts to classify and how many (None: not known before reading them): arguments, --input or stdin.
 
     Without --input, stdin's blank lines are skipped; through --input (a file, or "-" for
@@ -64,12 +72,46 @@ def texts_in(args: argparse.Namespace, files: contextlib.ExitStack) -> tuple[Ite
     if args.input is not None:
         if args.texts:
             raise ValueError("give texts as arguments or with --input, not both")
-        return files.enter_context(read_texts(args.input, args.column, sys.stdin))
-    if args.column is not None:
-        raise ValueError("--column picks a column of the --input file: give --input too")
+        return read_texts(args.input, args.column, args.delimiter, args.encoding, sys.stdin)
+    if args.column is not None or args.delimiter is not None:
+        raise ValueError("--column and --delimiter read the --input file: give --input too")
     if args.texts and not all(clean(t) for t in args.texts):
         raise ValueError("no text to classify: give one or more non-empty texts")
-    return (args.texts, len(args.texts)) if args.texts else (stdin_texts(sys.stdin), None)
+    return (args.texts, len(args.texts)) if args.texts else (stdin_texts(sys.stdin, args.encoding), None)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (through links, ``..`` and all)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def refuse_overwriting_input(args: argparse.Namespace) -> None:
+    """--output or --plot must not be the --input file: writing it would destroy the texts being read."""
+    if args.input is None or args.input == "-":
+        return
+    for flag, path in (("--output", None if args.output == "-" else args.output), ("--plot", args.plot)):
+        if path is not None and same_file(path, args.input):
+            raise ValueError(f"{flag} {path} is the --input file: writing there would destroy the texts; give another")
+    if args.plot is not None and args.output != "-" and same_file(args.plot, args.output):
+        raise ValueError(f"--plot {args.plot} is the --output file: give another")
+
+
+class Counted:
+    """``items``, counting how many were taken: predict's rows in, held against its answers out."""
+
+    def __init__(self, items: Iterable) -> None:
+        self.items, self.taken = iter(items), 0
+
+    def __iter__(self) -> Counted:
+        return self
+
+    def __next__(self) -> object:
+        item = next(self.items)
+        self.taken += 1
+        return item
 
 
 def output_format(args: argparse.Namespace) -> str:
@@ -80,25 +122,39 @@ def output_format(args: argparse.Namespace) -> str:
 
 
 def predict_main(args: argparse.Namespace) -> int:
+    """Answer every row: exit 0 when each was predicted, 1 naming the rows that were not, 2 when none was."""
+    try:
+        return predict_rows(args)
+    except KeyboardInterrupt:
+        where = "" if args.output == "-" else f"; {args.output} was left as it was"
+        print(f"scratchformer predict: interrupted{where}", file=sys.stderr)
+        return INTERRUPTED_EXIT
+
+
+def predict_rows(args: argparse.Namespace) -> int:
+    from scratchformer import rows as answers
     from scratchformer.analysis.predict import Predictor
-    from scratchformer.rows import answer, open_output, progress, shorten, write_rows
+    from scratchformer.rows import open_output, progress, shorten, write_rows
     from scratchformer.train.distributed import pick_device
 
     with contextlib.ExitStack() as files:
         try:
-            texts, total = texts_in(args, files)
+            refuse_overwriting_input(args)
+            texts, total = texts_in(args)
+            texts = Counted(texts)
             fmt = output_format(args)
             if args.plot is not None:
                 if args.plot.suffix.lower() != ".png":
                     raise ValueError(f"--plot writes a PNG: give a path ending in .png, not {args.plot}")
-                texts = list(itertools.islice(texts, MAX_PLOTTED + 1))  # stdin is read no further than that
-                if len(texts) > MAX_PLOTTED:
+                plotted = list(itertools.islice(texts, MAX_PLOTTED + 1))  # stdin is read no further than that
+                if len(plotted) > MAX_PLOTTED:
                     given = len(args.texts) if args.texts else "more"
                     raise ValueError(f"--plot draws at most {MAX_PLOTTED} texts, got {given}")
+                texts = Counted(plotted)
             tokenizer = args.tokenizer or (None if args.model.is_dir() else Path(DEFAULT_TOKENIZER))
             predictor = Predictor(args.model, tokenizer, pick_device(args.device))
             # The picture needs every token's relevance; the printed answer keeps the top ones.
-            batches = answer(predictor, texts, None if args.plot else args.top, args.batch_size)
+            batches = answers.answer(predictor, texts, None if args.plot else args.top, args.batch_size)
             first = next(batches, None)
             if first is None:
                 raise ValueError("no text to classify: give one or more non-empty texts")
@@ -112,12 +168,20 @@ def predict_main(args: argparse.Namespace) -> int:
             rows = [row for batch in batches for row in batch]  # at most MAX_PLOTTED
             plot_relevance([row.prediction for row in rows if row.prediction], args.plot)
             batches = [[shorten(row, args.top) for row in rows]]
-        try:
-            errors = write_rows(progress(batches, total), fmt, out, predictor.class_names)
-        except KeyboardInterrupt:
-            print("scratchformer predict: interrupted; the rows already written are complete", file=sys.stderr)
-            return INTERRUPTED_EXIT
-    return 1 if errors else 0
+        tally = write_rows(progress(batches, total), fmt, out, predictor.class_names)
+    rows_in = texts.taken if total is None else total
+    where = "see the output" if args.output == "-" else f"see {args.output}"
+    if tally.rows != rows_in:
+        print(
+            f"scratchformer predict: {rows_in} rows in, {tally.rows} answers out: every row should have its answer "
+            f"or an error row; {where}",
+            file=sys.stderr,
+        )
+        return 1
+    if tally.errors:
+        print(f"scratchformer predict: {tally.summary()}; {where}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def report_experiments_main(args: argparse.Namespace) -> int:
@@ -194,8 +258,9 @@ def version() -> str:
 
 PREDICT_EXIT = (
     "Exit status: 0 when every text is answered; 1 when some rows carry an error instead (a blank "
-    "text, reported as 'row N: blank text'; every other row is still answered); 2 when nothing was "
-    "predicted (no model, an unreadable input, a wrong option)."
+    "text, a line not in --encoding, a CSV line with the wrong number of fields: each reported as 'row N: …' "
+    "and named on stderr; every other row is still answered); 2 when nothing was predicted (no model, an "
+    "unreadable input, a wrong option)."
 )
 
 
@@ -235,6 +300,14 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         "non-blank lines)",
     )
     p.add_argument("--column", metavar="NAME", help="the column of the --input .csv/.tsv file that holds the texts")
+    p.add_argument(
+        "--delimiter",
+        metavar="CHAR",
+        type=one_character,
+        help="what separates the --input file's columns (default: a tab for .tsv; for .csv the one of , ; tab | "
+        "that its header holds)",
+    )
+    p.add_argument("--encoding", default="utf-8", help="the encoding of --input and stdin, e.g. gb18030")
     p.add_argument(
         "--output", metavar="FILE", default="-", help="write the answers to FILE, one row per text ('-': stdout)"
     )

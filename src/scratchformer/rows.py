@@ -1,10 +1,13 @@
 """Many texts through ``scratchformer predict``: texts in, one answer row per text out, written as they are done.
 
-In: a text file or stdin, one text per line, or one column of a ``.csv``/``.tsv`` file.
-Out: ``text`` (what a person reads), ``csv``, ``jsonl`` (one JSON object a line) or ``json``
-(one array, written piece by piece). A text that is blank does not stop the run: its row
-says ``row N: blank text`` in an ``error`` field and carries no prediction, and every other
-row is answered. Rows are numbered from 1 in input order (a CSV's header is not a row).
+In: a text file or stdin, one text per line, or one column of a ``.csv``/``.tsv`` file, read
+as ingest reads a corpus (:mod:`scratchformer.inputs`). Out: ``text`` (what a person reads),
+``csv``, ``jsonl`` (one JSON object a line) or ``json`` (one array, written piece by piece).
+A row that cannot be predicted does not stop the run: a blank text, a line not in the
+encoding, a CSV line with the wrong number of fields each get a row saying ``row N: …`` in
+an ``error`` field, with no prediction, and every other row is answered. Rows are numbered
+from 1 in input order (a CSV's header is not a row). A CSV cell that a spreadsheet would run
+as a formula is escaped; an output file appears only whole, moved into place at the end.
 """
 
 from __future__ import annotations
@@ -12,20 +15,23 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import functools
 import itertools
 import json
 import sys
 import textwrap
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
 from tqdm import tqdm
 
 from scratchformer.analysis.predict import Prediction, Predictor, clean
+from scratchformer.files import atomic_path
+from scratchformer.inputs import Text, check_encoding, count_rows, file_texts, line_texts, stream_lines
 
-DELIMITERS = {".csv": ",", ".tsv": "\t"}
+# A cell starting with one of these is a formula to a spreadsheet (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+SHOWN_ROWS = 10  # row numbers named per kind of error on stderr; the output file has them all
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,79 +39,63 @@ class Row:
     number: int  # the text's place in the input, from 1
     text: str
     prediction: Prediction | None = None
-    error: str | None = None  # why there is no prediction
+    error: str | None = None  # why there is no prediction: "row N: <problem> (<detail>)"
+    problem: str | None = None  # the kind of error, shared by every row it hits ("blank text")
 
     def as_dict(self) -> dict:
         answer = self.prediction.as_dict() if self.prediction else {"text": self.text}
         return {"row": self.number, **answer, "error": self.error}
 
 
-def line_texts(stream: Iterable[str]) -> Iterator[str]:
-    """Every line of ``stream``, blank ones included, without its line break."""
-    return (line.removesuffix("\n").removesuffix("\r") for line in stream)
+def read_texts(
+    source: str, column: str | None, delimiter: str | None, encoding: str, stdin: TextIO
+) -> tuple[Iterator[Text], int | None]:
+    """The rows of ``source`` (a path, or "-" for ``stdin``) and how many there are (None: stdin, not known).
 
-
-def column_texts(stream: TextIO, path: Path, column: str | None) -> Iterator[str]:
-    """Column ``column`` of the CSV (``.csv``) or TSV (``.tsv``) file ``path`` open as ``stream``.
-
-    The header is read at once, so a wrong or missing ``column`` is refused, naming the file's
-    columns, before any text is predicted; the rows are read as they are asked for.
+    A file's rows are counted from its bytes, and it is read through once first with the
+    reader predict uses: a missing column, an unknown delimiter, an unclosed CSV quote, or a
+    reader that does not give one row per counted line refuses the file before any text is
+    predicted.
     """
-    reader = csv.DictReader(stream, delimiter=DELIMITERS[path.suffix.lower()])
-    columns = reader.fieldnames or []
-    if column not in columns:
-        asked = "give --column" if column is None else f"it has no column {column!r}"
-        raise ValueError(f"{path}: {asked}; its columns are {', '.join(map(repr, columns)) or 'none (empty file)'}")
-    return ((row[column] or "") for row in reader)
-
-
-def stdin_texts(stream: Iterable[str]) -> Iterator[str]:
-    """The non-blank lines of ``stream``, read only as they are asked for (predict's stdin without --input)."""
-    for chunk in stream:
-        yield from (line for line in chunk.splitlines() if clean(line))
-
-
-@contextlib.contextmanager
-def read_texts(source: str, column: str | None, stdin: TextIO) -> Iterator[tuple[Iterator[str], int | None]]:
-    """The texts of ``source`` (a path, or "-" for ``stdin``) and how many there are (None: stdin, not known).
-
-    A file is read through once first, to count its texts for the progress bar: a file that
-    is not UTF-8 or not well-formed CSV is refused then, before any text is predicted.
-    """
+    check_encoding(encoding)
     if source == "-":
-        if column is not None:
-            raise ValueError("--column reads a .csv or .tsv --input file; stdin is read one text per line")
-        yield line_texts(stdin), None
-        return
+        if column is not None or delimiter is not None:
+            raise ValueError("--column and --delimiter read a .csv or .tsv --input file; stdin is one text per line")
+        return line_texts(stream_lines(stdin, encoding)), None
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file to read texts from")
-    read: Callable[[TextIO], Iterator[str]] = line_texts
-    if path.suffix.lower() in DELIMITERS:
-        read = functools.partial(column_texts, path=path, column=column)
-    elif column is not None:
-        raise ValueError(f"--column reads a .csv or .tsv file; {path} is read one text per line")
-    # newline="": the csv module's own line handling; line_texts strips \n, \r\n and \r alike
-    with path.open(encoding="utf-8-sig", newline="") as stream:
-        try:
-            total = sum(1 for _ in read(stream))
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{path} is not UTF-8 text ({err})") from err
-        except csv.Error as err:
-            raise ValueError(f"{path}: not well-formed {path.suffix[1:].upper()} ({err})") from err
-    with path.open(encoding="utf-8-sig", newline="") as stream:
-        yield read(stream), total
+    total, read = count_rows(path), sum(1 for _ in file_texts(path, column, delimiter, encoding))
+    if read != total:
+        raise ValueError(f"{path}: {total} rows in the file, {read} rows read; check its quotes and line ends")
+    return file_texts(path, column, delimiter, encoding), total
 
 
-def answer(predictor: Predictor, texts: Iterable[str], top_k: int | None, batch_size: int) -> Iterator[list[Row]]:
-    """The rows of ``texts``, ``batch_size`` at a time: blank texts as error rows, the rest predicted together."""
-    numbered = enumerate(texts, 1)
+def stdin_texts(stream: TextIO, encoding: str) -> Iterator[Text]:
+    """The non-blank lines of ``stream``, read only as they are asked for (predict's stdin without --input)."""
+    check_encoding(encoding)
+    return line_texts(stream_lines(stream, encoding), skip_blank=True)
+
+
+def error_row(number: int, text: Text) -> Row:
+    """Row ``number`` without a prediction: its text's problem and where it is."""
+    problem = text.problem or "blank text"
+    where = f" ({text.detail})" if text.detail else ""
+    return Row(number, text.text, error=f"row {number}: {problem}{where}", problem=problem)
+
+
+def answer(
+    predictor: Predictor, texts: Iterable[str | Text], top_k: int | None, batch_size: int
+) -> Iterator[list[Row]]:
+    """The rows of ``texts``, ``batch_size`` at a time: error rows for what cannot be predicted, the rest together."""
+    numbered = ((n, t if isinstance(t, Text) else Text(t)) for n, t in enumerate(texts, 1))
     while batch := list(itertools.islice(numbered, batch_size)):
-        given = [text for _, text in batch if clean(text)]
+        ok = [t.problem is None and bool(clean(t.text)) for _, t in batch]
+        given = [t.text for (_, t), good in zip(batch, ok, strict=True) if good]
         predictions = iter(predictor.predict(given, top_k) if given else [])
         yield [
-            Row(n, text, next(predictions)) if clean(text) else Row(n, text, error=f"row {n}: blank text")
-            for n, text in batch
+            Row(n, t.text, next(predictions)) if good else error_row(n, t)
+            for (n, t), good in zip(batch, ok, strict=True)
         ]
 
 
@@ -128,18 +118,54 @@ def csv_header(class_names: list[str]) -> list[str]:
     return ["row", "text", "label", "probability", *probabilities, "top_tokens", "truncated", "warning", "error"]
 
 
+def escape_formula(cell: object) -> object:
+    """``cell`` with a ``'`` in front when it is text a spreadsheet would run as a formula (OWASP's advice)."""
+    return f"'{cell}" if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell
+
+
 def csv_row(row: Row, class_names: list[str]) -> list:
     """The cells under :func:`csv_header`; the driving tokens as ``token:relevance`` pairs, most relevant first."""
     p = row.prediction
     if p is None:
-        return [row.number, row.text, "", "", *("" for _ in class_names), "", "", "", row.error]
-    tokens = " ".join(f"{t['token']}:{t['relevance']:.4f}" for t in p.top_tokens)
-    probabilities = [p.probabilities[name] for name in class_names]
-    return [row.number, p.text, p.label, p.probability, *probabilities, tokens, p.truncated, p.warning or "", ""]
+        cells = [row.number, row.text, "", "", *("" for _ in class_names), "", "", "", row.error]
+    else:
+        tokens = " ".join(f"{t['token']}:{t['relevance']:.4f}" for t in p.top_tokens)
+        probabilities = [p.probabilities[name] for name in class_names]
+        cells = [row.number, p.text, p.label, p.probability, *probabilities, tokens, p.truncated, p.warning or "", ""]
+    return [escape_formula(cell) for cell in cells]
 
 
-def write_rows(batches: Iterable[list[Row]], fmt: str, out: TextIO, class_names: list[str]) -> int:
-    """Write each batch of rows in format ``fmt``, flushed at once; return how many rows had an error.
+@dataclasses.dataclass
+class Tally:
+    """What :func:`write_rows` wrote: how many rows, and which carry an error, by kind."""
+
+    rows: int = 0
+    errors: int = 0
+    by_problem: dict[str, list[int]] = dataclasses.field(default_factory=dict)  # first SHOWN_ROWS of each kind
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def add(self, row: Row) -> None:
+        self.rows += 1
+        if row.error is not None:
+            kind = row.problem or "error"
+            self.errors += 1
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            shown = self.by_problem.setdefault(kind, [])
+            if len(shown) < SHOWN_ROWS:
+                shown.append(row.number)
+
+    def summary(self) -> str:
+        """ "3 of 500 rows could not be answered: rows 4, 17 (blank text); row 230 (not utf-8 text)" """
+        parts = []
+        for kind, numbers in self.by_problem.items():
+            more = self.counts[kind] - len(numbers)
+            listed = ", ".join(map(str, numbers)) + (f" and {more} more" if more else "")
+            parts.append(f"{'rows' if self.counts[kind] > 1 else 'row'} {listed} ({kind})")
+        return f"{self.errors} of {self.rows} rows could not be answered: {'; '.join(parts)}"
+
+
+def write_rows(batches: Iterable[list[Row]], fmt: str, out: TextIO, class_names: list[str]) -> Tally:
+    """Write each batch of rows in format ``fmt``, flushed at once; return how many rows, and which had an error.
 
     A run stopped between batches leaves every finished row written. ``json`` writes one
     array piece by piece: the same bytes as ``json.dumps(rows, indent=2)``, without holding the rows.
@@ -147,10 +173,10 @@ def write_rows(batches: Iterable[list[Row]], fmt: str, out: TextIO, class_names:
     writer = csv.writer(out, lineterminator="\n")
     if fmt == "csv":
         writer.writerow(csv_header(class_names))
-    opened, errors = False, 0
+    opened, tally = False, Tally()
     for batch in batches:
         for row in batch:
-            errors += row.error is not None
+            tally.add(row)
             if fmt == "csv":
                 writer.writerow(csv_row(row, class_names))
             elif fmt == "jsonl":
@@ -168,7 +194,7 @@ def write_rows(batches: Iterable[list[Row]], fmt: str, out: TextIO, class_names:
     if fmt == "json":
         out.write("\n]\n" if opened else "[]\n")
         out.flush()
-    return errors
+    return tally
 
 
 def progress(batches: Iterable[list[Row]], total: int | None) -> Iterator[list[Row]]:
@@ -179,9 +205,21 @@ def progress(batches: Iterable[list[Row]], total: int | None) -> Iterator[list[R
             bar.update(len(batch))  # the writer asked for the next batch: this one is written
 
 
-def open_output(path: Path) -> TextIO:
-    """``path`` for writing answers (newline="": the csv module writes its own line ends)."""
-    return path.open("w", encoding="utf-8", newline="")
+@contextlib.contextmanager
+def open_output(path: Path) -> Iterator[TextIO]:
+    """``path`` for writing answers, moved into place only when the block ends without an exception.
+
+    The rows stream into a temporary file beside ``path``, so memory stays one batch's,
+    and a run that stops midway (an error, Ctrl-C, a kill) leaves ``path`` as it was, never
+    half written. A path that is not a regular file (``/dev/stdout``, a pipe) is written as it is.
+    newline="": the csv module writes its own line ends.
+    """
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8", newline="") as out:
+            yield out
+        return
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as out:
+        yield out
 
 
 def shorten(row: Row, top: int) -> Row:

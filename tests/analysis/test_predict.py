@@ -350,3 +350,24 @@ def test_a_damaged_checkpoint_is_one_line_that_says_how_to_restore_it(trained, t
     with pytest.raises(CorruptFileError, match="restore it with `dvc checkout") as caught:
         load_checkpoint(broken)
     assert isinstance(caught.value, ValueError) and str(broken) in str(caught.value)
+
+
+def test_plot_draws_dollar_signs_as_plain_text_with_a_legend(trained, tmp_path, monkeypatch):
+    from scratchformer.render import pictures as plots
+
+    drawn = []
+    save = plots.save_figure
+
+    def spy(fig, path, **kwargs):
+        drawn.extend(fig.axes)
+        save(fig, path, **kwargs)
+
+    monkeypatch.setattr(plots, "save_figure", spy)
+    model, tokenizer = trained
+    texts = ["$\\frac{1}$ 房间很好", "原价$199，现价$99，房间很好", "服务$很差"]
+    out = tmp_path / "relevance.png"
+    assert main(["predict", "--plot", str(out), "--model", str(model), "--tokenizer", str(tokenizer), *texts]) == 0
+    assert out.is_file() and len(drawn) == 3
+    assert all("$" in ax.get_title(loc="left") for ax in drawn)  # the title as written, not mathtext
+    legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in drawn]
+    assert all(len(labels) == 2 and "most relevant" in labels[0] for labels in legends)

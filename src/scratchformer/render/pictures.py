@@ -279,8 +279,13 @@ def relevance_figure(rows: list[tuple[str, list[str], list[float]]], marked: int
 
     ``rows`` holds ``(title, tokens, relevance)`` per text, special tokens already
     left out, so there is one bar per token the text is made of. The ``marked``
-    most relevant bars are drawn in red: the tokens `predict` lists first.
+    most relevant bars are drawn in red: the tokens `predict` lists first. Relevance is a
+    token's share of the decision, never negative, so no colour means a class; the legend
+    says what red and blue do mean. Titles and tokens are drawn as plain text
+    (``parse_math=False``): a review holding ``$`` is not matplotlib mathtext.
     """
+    from matplotlib.patches import Patch
+
     if not rows:
         raise ValueError("no text to draw")
     longest = max(len(tokens) for _, tokens, _ in rows)
@@ -290,10 +295,15 @@ def relevance_figure(rows: list[tuple[str, list[str], list[float]]], marked: int
         top = set(np.argsort(-np.asarray(relevance), kind="stable")[:marked].tolist())
         colors = ["crimson" if i in top else "steelblue" for i in range(len(tokens))]
         ax.bar(range(len(tokens)), relevance, color=colors)
-        ax.set_xticks(range(len(tokens)), tokens, fontsize=9 if len(tokens) <= 80 else 6)
+        ax.set_xticks(range(len(tokens)), tokens, fontsize=9 if len(tokens) <= 80 else 6, parse_math=False)
         ax.set_xlim(-0.6, len(tokens) - 0.4)
         ax.set_ylabel("relevance")
-        ax.set_title(title, loc="left", fontsize=10)
+        ax.set_title(title, loc="left", fontsize=10, parse_math=False)
+        legend = [
+            Patch(color="crimson", label=f"the {marked} most relevant tokens (listed first)"),
+            Patch(color="steelblue", label="the other tokens; relevance is a share of the decision, toward no class"),
+        ]
+        ax.legend(handles=legend, loc="upper right", fontsize=7, framealpha=0.8)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
