@@ -189,7 +189,9 @@ class Loop:
             leave=False,
             disable=None,
         )
-        progress = Progress(f"epoch {self.epoch}/{s.epochs}", self.steps_per_epoch, quiet=not bar.disable or not self.world.main)
+        progress = Progress(
+            f"epoch {self.epoch}/{s.epochs}", self.steps_per_epoch, quiet=not bar.disable or not self.world.main
+        )
         for i, (ids, labels) in enumerate(bar):
             pending.append(self.gradients(ids, labels))
             records = []
