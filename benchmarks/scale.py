@@ -120,6 +120,7 @@ def run_size(n: int, work: Path) -> dict:
     (inputs / "tokenizer.json").write_text("{}")
     download = [sys.executable, "-m", "stages.download", *params, "--inputs", str(inputs / "corpus.json")]
     download += ["--raw", str(folder / "raw"), "--metrics", str(folder / "data.json")]
+    download += ["--label-issues", str(folder / "label_issues")]
     tokenize = [sys.executable, "-m", "stages.tokenize", *params, "--inputs", str(inputs / "tokenizer.json")]
     tokenize += ["--raw", str(folder / "raw"), "--tokenized", str(folder / "tokenized")]
     tokenize += ["--tokenizer", str(folder / "tokenizer")]

@@ -16,16 +16,26 @@ from stages import stage
 PARAMS = ("errors",)
 
 
-def run(params: Params, model_path: Path, tokenized_dir: Path, tokenizer_dir: Path, out_dir: Path) -> ErrorReport:
-    """Write ``out_dir/validation.md`` and its HTML twin ``validation.html``."""
+def run(
+    params: Params, model_path: Path, tokenized_dir: Path, tokenizer_dir: Path, label_issues_path: Path, out_dir: Path
+) -> ErrorReport:
+    """Write ``out_dir/validation.md`` and its HTML twin ``validation.html``.
+
+    ``label_issues_path`` is the download stage's plots/label_issues/validation.csv: the
+    mistakes whose label looks wrong are marked, and those labels listed.
+    """
     if not tokenizer_dir.is_dir():
         raise FileNotFoundError(f"{tokenizer_dir}: no saved tokenizer; run `dvc repro` first")
     split_path = tokenized_dir / "validation"
     if not split_path.is_dir():
         raise FileNotFoundError(f"{split_path}: no tokenized validation split; run `dvc repro` first")
+    if not label_issues_path.is_file():
+        raise FileNotFoundError(f"{label_issues_path}: no label-issue list; run `dvc repro download` first")
     model, info = load_checkpoint(model_path)
     names = class_names(info, model.config.num_classes)
-    report = errors.analyse(model, read_tokenized(split_path), load_tokenizer(str(tokenizer_dir)), names, params.errors)
+    split, tokenizer = read_tokenized(split_path), load_tokenizer(str(tokenizer_dir))
+    suspects = errors.read_suspects(label_issues_path)
+    report = errors.analyse(model, split, tokenizer, names, params.errors, suspects=suspects)
     write_text(out_dir / "validation.md", error_report.to_markdown(report))
     write_text(out_dir / "validation.html", error_report.to_html(report))
     return report
@@ -34,7 +44,8 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, tokenizer_dir: Pa
 def say(report: ErrorReport) -> str:
     return (
         f"{report.n_mistakes} of {report.total} {report.split} reviews wrong; "
-        f"the {len(report.mistakes)} most confident in validation.md and validation.html"
+        f"the {len(report.mistakes)} most confident in validation.md and validation.html; "
+        f"{report.n_suspects} labels look wrong"
     )
 
 

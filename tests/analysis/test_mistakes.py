@@ -147,9 +147,11 @@ def test_the_stage_writes_markdown_and_html(trained, tmp_path):
     frame = next(s.frame for s in load_splits(DataConfig(source=str(write_corpus(tmp_path / "c")))))
     flat = encode_flat(load_tokenizer(str(tokenizer_dir)), frame["text"].tolist(), 24)
     write_tokenized(tmp_path / "tokenized" / "validation", flat, frame["label"].to_numpy())
-    report = errors.run(Params(), model_path, tmp_path / "tokenized", tokenizer_dir, tmp_path / "out")
+    issues = tmp_path / "validation.csv"
+    issues.write_text("row,text,label,suggested,score,issue\n1,x,negative,positive,0.01,True\n", encoding="utf-8")
+    report = errors.run(Params(), model_path, tmp_path / "tokenized", tokenizer_dir, issues, tmp_path / "out")
     assert report.total == len(frame)
     assert (tmp_path / "out" / "validation.md").read_text().startswith("# Why is it wrong")
     assert "<!DOCTYPE html>" in (tmp_path / "out" / "validation.html").read_text()
     with pytest.raises(FileNotFoundError, match="no saved tokenizer"):
-        errors.run(Params(), model_path, tmp_path / "tokenized", tmp_path / "nowhere", tmp_path / "out")
+        errors.run(Params(), model_path, tmp_path / "tokenized", tmp_path / "nowhere", issues, tmp_path / "out")

@@ -213,7 +213,7 @@ def ingest(tmp_path, folder, **data):
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps({"source": str(folder)}), encoding="utf-8")
     params = from_dict({"data": {"source": str(folder), **data}})
-    download.run(params, inputs, tmp_path / "raw", tmp_path / "data.json")
+    download.run(params, inputs, tmp_path / "raw", tmp_path / "data.json", tmp_path / "label_issues")
     return json.loads((tmp_path / "data.json").read_text(encoding="utf-8"))["data"]
 
 

@@ -24,7 +24,8 @@ def download(tmp_path, params: dict, *extra: str, **env: str) -> subprocess.Comp
     """``python -m stages.download`` on ``params`` (tmp_path/params.yaml), as dvc runs it."""
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True), encoding="utf-8")
     (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}), encoding="utf-8")
-    args = ["--params", "params.yaml", "--inputs", "inputs.json", "--raw", "raw", "--metrics", "data.json", *extra]
+    args = ["--params", "params.yaml", "--inputs", "inputs.json", "--raw", "raw", "--metrics", "data.json"]
+    args += ["--label-issues", "label_issues", *extra]
     environ = {k: v for k, v in os.environ.items() if k != "SCRATCHFORMER_DEBUG"}
     environ.update(PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'src'}", HF_HUB_OFFLINE="1", **env)
     return subprocess.run(
@@ -186,7 +187,7 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
             "probe": {"text": "房间很差。", "query_token": "差"},
         }
     )
-    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json")
+    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
     tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
     save_no_pretraining(tmp_path / "pretrained.pt")
     taught = []

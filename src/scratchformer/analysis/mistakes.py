@@ -20,6 +20,12 @@ Two views of the same mistakes:
    ``min_count`` mistakes: a token seen in one mistake and no correct answer
    would otherwise top the table on a single review.
 
+A mistake can be the label's rather than the model's: a review labelled negative that
+reads "东西不错…赞一个". The download stage ranks every validation label by how unlikely
+an n-gram model that never saw it finds it (:mod:`scratchformer.analysis.label_issues`);
+a mistake whose label cleanlab flags there is marked ``suspect``, and the flagged labels
+are listed on their own, with the model's answer beside them.
+
 Nothing here draws or writes files (see :mod:`scratchformer.render.mistakes_page`).
 """
 
@@ -27,8 +33,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+import pandas as pd
 import torch
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
@@ -36,6 +44,7 @@ from transformers import PreTrainedTokenizerBase
 from scratchformer.analysis.relevance import explain
 from scratchformer.config import ErrorsConfig
 from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.model.checkpoint import CorruptFileError
 from scratchformer.model.classifier import Classifier
 
 DECIMALS = 4  # probabilities and relevances are written, and ranked, at this precision
@@ -55,6 +64,19 @@ class Mistake:
     predicted: str
     probability: float  # of the predicted class
     tokens: list[Token]  # the tokens the model read, [CLS]/[SEP] left out, in order
+    suspect: bool = False  # the label itself looks wrong (cleanlab flags it; see SuspectLabel)
+
+
+@dataclass(frozen=True)
+class SuspectLabel:
+    """A validation label that looks wrong: one row of plots/label_issues/validation.csv that cleanlab flags."""
+
+    row: int  # position in the split
+    label: str  # the label the corpus gives
+    suggested: str  # NB-LR's most probable class
+    score: float  # cleanlab's label quality score (the given label's probability), low = suspect
+    text: str
+    model: str = ""  # what the model answers for the review
 
 
 @dataclass(frozen=True)
@@ -73,6 +95,20 @@ class ErrorReport:
     mistakes: list[Mistake]  # the most confident first, at most config.n
     tokens: list[OverRepresented]  # the most over-represented first, at most config.tokens
     config: ErrorsConfig
+    suspects: list[SuspectLabel] = field(default_factory=list)  # most suspect first, at most config.n
+    n_suspects: int = 0  # validation labels cleanlab flags in all
+
+
+def read_suspects(path: str | Path) -> list[SuspectLabel]:
+    """The rows cleanlab flags in a label-issue CSV (plots/label_issues/<split>.csv), in its order."""
+    frame = pd.read_csv(path, dtype={"text": str, "label": str, "suggested": str}, keep_default_na=False)
+    missing = {"row", "text", "label", "suggested", "score", "issue"} - set(frame.columns)
+    if missing:
+        raise CorruptFileError(f"{path}: no column {', '.join(sorted(missing))}; run `dvc repro download`")
+    flagged = frame[frame["issue"].astype(str) == "True"]
+    return [
+        SuspectLabel(int(r.row), r.label, r.suggested, float(r.score), r.text) for r in flagged.itertuples(index=False)
+    ]
 
 
 def most_confident_mistakes(probabilities: Tensor, labels: Tensor, n: int) -> list[int]:
@@ -118,8 +154,13 @@ def analyse(
     config: ErrorsConfig,
     split_name: str = "validation",
     batch_size: int = 256,
+    suspects: list[SuspectLabel] = (),
 ) -> ErrorReport:
-    """Run ``model`` over ``split`` and collect its most confident mistakes and their tokens."""
+    """Run ``model`` over ``split`` and collect its most confident mistakes and their tokens.
+
+    ``suspects``: the split's labels that look wrong, most suspect first; the mistakes
+    among them are marked, and the first ``config.n`` are listed with the model's answer.
+    """
     if len(split) == 0:
         raise ValueError(f"the {split_name} split is empty: there is nothing to analyse")
     if len(names) != model.config.num_classes:
@@ -136,6 +177,10 @@ def analyse(
     kept = [[i for i, t in enumerate(x.tolist()) if t not in structural] for x in sequences]
     words = [set(tokenizer.convert_ids_to_tokens(x[kept[r]].tolist())) for r, x in enumerate(sequences)]
     wrong = probs.argmax(dim=1) != split.labels  # (N,)
+    outside = [s.row for s in suspects if not 0 <= s.row < len(split)]
+    if outside:
+        raise ValueError(f"label issue row {outside[0]} is not in the {split_name} split of {len(split)} rows")
+    suspect_rows = {s.row for s in suspects}
 
     mistakes = []
     for r in most_confident_mistakes(probs, split.labels, config.n):
@@ -147,11 +192,13 @@ def analyse(
             for i, (t, s) in enumerate(zip(tokenizer.convert_ids_to_tokens(ids), scores, strict=True))
         ]
         k = int(probs[r].argmax())
-        mistakes.append(Mistake(r, names[int(split.labels[r])], names[k], round(float(probs[r, k]), DECIMALS), tokens))
+        p = round(float(probs[r, k]), DECIMALS)
+        mistakes.append(Mistake(r, names[int(split.labels[r])], names[k], p, tokens, r in suspect_rows))
     table = over_represented(
         [words[r] for r in range(len(split)) if wrong[r]],
         [words[r] for r in range(len(split)) if not wrong[r]],
         config.min_count,
         config.tokens,
     )
-    return ErrorReport(split_name, len(split), int(wrong.sum()), mistakes, table, config)
+    answered = [replace(s, model=names[int(probs[s.row].argmax())]) for s in suspects[: config.n]]
+    return ErrorReport(split_name, len(split), int(wrong.sum()), mistakes, table, config, answered, len(suspects))

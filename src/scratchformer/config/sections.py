@@ -22,6 +22,8 @@ class DataConfig:
     drop_empty: bool = False  # drop blank texts (counted) instead of stopping at the first
     dedupe: bool = False  # remove from train the texts that also appear in validation or test
     encoding: str = "utf-8"  # of the tsv/csv/jsonl files of a local corpus, e.g. gb18030 (GBK's superset)
+    label_issues: Literal["keep", "drop"] = "keep"  # drop: remove the label_issues_n most suspect train reviews
+    label_issues_n: int = 100  # how many train reviews label_issues: drop removes (most suspect first)
 
     def __post_init__(self) -> None:
         require_folder("data.source", self.source)
@@ -63,6 +65,7 @@ class DataConfig:
                 )
                 require(isinstance(name, str) and bool(name.strip()), f"data.label_names.{key}", name, "must be a name")
             require(len(set(names.values())) == len(names), "data.label_names", names, "gives two labels one name")
+        require(self.label_issues_n >= 1, "data.label_issues_n", self.label_issues_n, "must be at least 1")
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,23 @@ def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) 
     return Corpus(splits, classes, report)
 
 
+def drop_train_rows(corpus: Corpus, rows: np.ndarray, why: str) -> Corpus:
+    """``corpus`` without the train rows at positions ``rows``; its report's row and class counts follow."""
+    train = corpus.splits[0]
+    if len(rows) >= len(train.table):
+        raise DataError(f"{train.origin}: {why} would remove all {len(train.table)} train rows")
+    keep = np.ones(len(train.table), dtype=bool)
+    keep[rows] = False
+    splits = [Split(train.name, train.table.filter(pa.array(keep)), train.origin), *corpus.splits[1:]]
+    report = {
+        **corpus.report,
+        "rows": {s.name: len(s.table) for s in splits},
+        "class_rows": {s.name: corpus.classes.counts(s.table["label"].to_numpy()) for s in splits},
+    }
+    log.info("%s: %d train rows removed (%s)", train.origin, len(rows), why)
+    return Corpus(splits, corpus.classes, report)
+
+
 def load_splits(config: DataConfig, seed: int = 0) -> list[Split]:
     return load_corpus(config, seed).splits
 

@@ -10,7 +10,7 @@ import html
 import re
 from itertools import groupby
 
-from scratchformer.analysis.mistakes import ErrorReport, Mistake, Token
+from scratchformer.analysis.mistakes import ErrorReport, Mistake, SuspectLabel, Token
 from scratchformer.render import markdown
 
 _CODE = re.compile(r"`([^`]+)`")
@@ -48,7 +48,27 @@ def _describe(report: ErrorReport) -> list[str]:
         "predict` prints: the pooled sentence vector followed back through the last layer's attention "
         "(src/scratchformer/analysis/relevance.py); it sums to 1 over a text. The text is the tokens the model read "
         "([CLS] and [SEP] left out; a long review is cut at tokenizer.max_len).",
+        "",
+        f"A true label marked {SUSPECT} is one that looks wrong itself: cleanlab flags it from the probabilities "
+        "of an NB-LR that never saw the review (plots/label_issues/validation.csv). There the model may well be "
+        "right; the last section lists every such label.",
     ]
+
+
+SUSPECT = "(label suspect)"
+
+
+def _true(m: Mistake) -> str:
+    return f"{m.true} {SUSPECT}" if m.suspect else m.true
+
+
+def _describe_suspects(report: ErrorReport) -> str:
+    return (
+        f"cleanlab (confident learning) flags {report.n_suspects} of the {report.total} {report.split} labels: "
+        "an NB-LR over character n-grams, fit on train, finds the given label unlikely. These are likely "
+        f"annotation mistakes, not the model's. The {len(report.suspects)} most suspect, lowest score first; score "
+        "is the given label's probability (cleanlab's label quality score)."
+    )
 
 
 def _md_text(tokens: list[Token]) -> str:
@@ -70,7 +90,7 @@ def to_markdown(report: ErrorReport) -> str:
     rows = []
     for i, m in enumerate(report.mistakes, start=1):
         top = ", ".join(f"{_md(t.text)} {t.relevance:.3f}" for t in _top(m))
-        rows.append([i, m.row, _md(m.true), _md(m.predicted), f"{m.probability:.4f}", top, _md_text(m.tokens)])
+        rows.append([i, m.row, _md(_true(m)), _md(m.predicted), f"{m.probability:.4f}", top, _md_text(m.tokens)])
     if not report.mistakes:
         rows.append(["—", "", "", "", "", "", "no mistakes"])
     header = ["#", "row", "true", "predicted", "P(predicted)", "most relevant", "text"]
@@ -91,7 +111,16 @@ def to_markdown(report: ErrorReport) -> str:
             ["—", f"no token in {c.min_count} or more mistakes is commoner there than in correct answers", "", ""]
         )
     lines.append(markdown.table(["token", "in mistakes (m)", "in correct answers (c)", "score"], rows))
+    lines += ["", "## Labels that look wrong", "", _describe_suspects(report), ""]
+    rows = [_suspect_row(i, s, _md) for i, s in enumerate(report.suspects, start=1)]
+    if not report.suspects:
+        rows.append(["—", "", "", "", "", "", "no label looks wrong"])
+    lines.append(markdown.table(["#", "row", "label", "NB-LR suggests", "score", "the model answers", "text"], rows))
     return "\n".join(lines) + "\n"
+
+
+def _suspect_row(i: int, s: SuspectLabel, escape) -> list:
+    return [i, s.row, escape(s.label), escape(s.suggested), f"{s.score:.4f}", escape(s.model), escape(s.text)]
 
 
 SHADES = 5  # relevance is drawn in this many steps of red; the weakest step is left plain
@@ -130,7 +159,7 @@ def to_html(report: ErrorReport) -> str:
     e = html.escape
     intro = "".join("<p>" + _CODE.sub(r"<code>\1</code>", e(p)) + "</p>" for p in _describe(report) if p)
     rows = "\n".join(
-        f"<tr><td class=num>{i}</td><td class=num>{m.row}</td><td>{e(m.true)}</td><td>{e(m.predicted)}</td>"
+        f"<tr><td class=num>{i}</td><td class=num>{m.row}</td><td>{e(_true(m))}</td><td>{e(m.predicted)}</td>"
         f"<td class=num>{m.probability:.4f}</td><td>{_html_text(m.tokens)}</td></tr>"
         for i, m in enumerate(report.mistakes, start=1)
     )
@@ -138,6 +167,12 @@ def to_html(report: ErrorReport) -> str:
         f"<tr><td>{e(r.token)}</td><td class=num>{r.in_mistakes}</td><td class=num>{r.in_correct}</td>"
         f"<td class=num>{r.score:.3f}</td></tr>"
         for r in report.tokens
+    )
+    suspects = "\n".join(
+        "<tr>"
+        + "".join(f"<td{' class=num' * (j in (0, 1, 4))}>{c}</td>" for j, c in enumerate(_suspect_row(i, s, e)))
+        + "</tr>"
+        for i, s in enumerate(report.suspects, start=1)
     )
     title = f"Why is it wrong: the most confident mistakes on {report.split}"
     return f"""<!DOCTYPE html>
@@ -157,6 +192,13 @@ mistakes and C = {report.total - report.n_mistakes} correct answers; tokens in a
 <table>
 <tr><th>token</th><th>in mistakes (m)</th><th>in correct answers (c)</th><th>score</th></tr>
 {table}
+</table>
+<h2>Labels that look wrong</h2>
+<p>{e(_describe_suspects(report))}</p>
+<table>
+<tr><th>#</th><th>row</th><th>label</th><th>NB-LR suggests</th><th>score</th><th>the model answers</th>
+<th>text</th></tr>
+{suspects}
 </table>
 </body>
 </html>
