@@ -374,7 +374,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("rev", nargs="?", default="HEAD", help="git revision or experiment name")
     c.add_argument("--params", type=Path, default=Path("params.yaml"), help="holds the acceptance thresholds")
+    li = command(
+        sub,
+        "label-issues",
+        help="the reviews whose label looks wrong, most suspect first (from the download stage)",
+        description="Print the ranking of plots/label_issues/SPLIT.csv: row (0-based, in data/raw/SPLIT.parquet), "
+        "the label given, the class an NB-LR that never saw the review suggests, cleanlab's label quality score "
+        "(the given label's probability; low = suspect), whether cleanlab flags it, and the text.",
+    )
+    li.add_argument("--split", choices=("train", "validation", "test"), default="train", help="which split")
+    li.add_argument("--top", type=at_least_one, default=20, help="how many reviews to print")
+    li.add_argument("--dir", type=Path, default=Path("plots/label_issues"), help="the download stage's folder")
     return parser
+
+
+def label_issues_main(args: argparse.Namespace) -> int:
+    """Print the first ``--top`` rows of a label-issue ranking, one review a line."""
+    import pandas as pd
+
+    path = args.dir / f"{args.split}.csv"
+    if not path.is_file():
+        print(f"error: {path}: no label-issue ranking; run `dvc repro download`", file=sys.stderr)
+        return 2
+    frame = pd.read_csv(path, dtype={"text": str, "label": str, "suggested": str}, keep_default_na=False)
+    flagged = int((frame["issue"].astype(str) == "True").sum())
+    print(f"{path}: {flagged} labels flagged by cleanlab; the {min(args.top, len(frame))} most suspect:")
+    print("rank\trow\tlabel\tsuggested\tscore\tflagged\ttext")
+    for rank, r in enumerate(frame.head(args.top).itertuples(index=False), start=1):
+        flag = "yes" if str(r.issue) == "True" else "no"
+        print(f"{rank}\t{r.row}\t{r.label}\t{r.suggested}\t{float(r.score):.4f}\t{flag}\t{r.text}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -384,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         "metrics": metrics_check_main,
         "predict": predict_main,
         "report": report_experiments_main,
+        "label-issues": label_issues_main,
     }
     try:
         return commands[args.command](args)

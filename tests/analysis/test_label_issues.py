@@ -133,3 +133,18 @@ def test_label_issues_config_is_checked():
         from_dict({"data": {"label_issues": "remove"}})
     with pytest.raises(ConfigError, match=r"data\.label_issues_n=0 must be at least 1"):
         from_dict({"data": {"label_issues_n": 0}})
+
+
+def test_the_cli_prints_the_ranking_for_a_person(tmp_path, capsys):
+    from scratchformer.cli import main
+
+    lines = ["row,text,label,suggested,score,issue", "7,东西不错，赞一个,negative,positive,0.0039,True"]
+    lines += ["2,房间很好,positive,positive,0.6,False", "5,很差,negative,negative,0.9,False"]
+    (tmp_path / "validation.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["label-issues", "--dir", str(tmp_path), "--split", "validation", "--top", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "1 labels flagged by cleanlab; the 2 most suspect:" in out[0]
+    assert out[2] == "1\t7\tnegative\tpositive\t0.0039\tyes\t东西不错，赞一个"
+    assert out[3].startswith("2\t2\tpositive") and len(out) == 4
+    assert main(["label-issues", "--dir", str(tmp_path)]) == 2  # no train.csv there
+    assert "train.csv: no label-issue ranking; run `dvc repro download`" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -155,3 +156,33 @@ def test_the_stage_writes_markdown_and_html(trained, tmp_path):
     assert "<!DOCTYPE html>" in (tmp_path / "out" / "validation.html").read_text()
     with pytest.raises(FileNotFoundError, match="no saved tokenizer"):
         errors.run(Params(), model_path, tmp_path / "tokenized", tmp_path / "nowhere", issues, tmp_path / "out")
+
+
+def test_mistakes_whose_label_looks_wrong_are_marked_and_those_labels_listed(flipped, tmp_path):
+    from scratchformer.analysis.mistakes import read_suspects
+
+    model, tokenizer, split, texts = flipped
+    config = ErrorsConfig(n=40)
+    plain = analyse(model, split, tokenizer, ["negative", "positive"], config)
+    wrong = [m.row for m in plain.mistakes]
+    right = next(r for r in range(len(split)) if r not in wrong)
+    csv = tmp_path / "validation.csv"
+    lines = ["row,text,label,suggested,score,issue", f"{wrong[0]},{texts[wrong[0]]},negative,positive,0.001,True"]
+    lines += [f"{right},{texts[right]},positive,negative,0.002,True", f"{wrong[1]},x,negative,negative,0.9,False"]
+    csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    suspects = read_suspects(csv)
+    assert [s.row for s in suspects] == [wrong[0], right]  # only what cleanlab flags, in its order
+    report = analyse(model, split, tokenizer, ["negative", "positive"], config, suspects=suspects)
+    assert [m.row for m in report.mistakes if m.suspect] == [wrong[0]]
+    assert report.n_suspects == 2 and [s.row for s in report.suspects] == [wrong[0], right]
+    assert report.suspects[1].model == ["negative", "positive"][int(split.labels[right])]  # the model got it right
+    page = error_report.to_markdown(report)
+    marked = [line for line in page.splitlines() if "label suspect" in line and line.startswith("| ")]
+    assert len(marked) == 1 and marked[0].split(" | ")[1] == str(wrong[0])
+    section = page.split("## Labels that look wrong")[1]
+    assert "flags 2 of the 40 validation labels" in section
+    assert f"| 2 | {right} | positive | negative | 0.0020 |" in section
+    html_page = error_report.to_html(report)
+    assert "<h2>Labels that look wrong</h2>" in html_page and html_page.count("(label suspect)") == 2  # row + intro
+    with pytest.raises(ValueError, match="label issue row 99 is not in the validation split of 40 rows"):
+        analyse(model, split, tokenizer, ["negative", "positive"], config, suspects=[replace(suspects[0], row=99)])
