@@ -22,7 +22,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json, run
 from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, workspace_metrics
-from tools.docs import levers, results
+from tools.docs import labels, levers, results
 from tools.docs.seeds import seed_groups, seed_table
 
 # Blocks that other commands write; `readme` leaves them as they are.
@@ -34,6 +34,7 @@ WRITTEN_ELSEWHERE = {
     "scale": "python benchmarks/scale.py --doc docs/corpus.md",
     "scale-out": "python benchmarks/scale_out.py --doc docs/scale-out.md",
     "gpu": "python benchmarks/gpu_check.py --doc docs/scale-out.md",
+    **{name: "python -m tools.docs.labels" for name in labels.BLOCKS},
 }
 BLOCK = re.compile(r"<!-- ([\w-]+):start -->")
 
