@@ -40,6 +40,8 @@ def run(params: Params, inputs_path: Path, raw_dir: Path, metrics_path: Path, la
     """
     revision = resolved_revision(inputs_path) or params.data.revision
     corpus = load_corpus(params.data, params.seed, revision)
+    origins = {s.name: s.origin for s in corpus.splits}
+    check_splits(corpus.report["class_rows"], origins)  # a split that cannot measure a class stops here
     frames = {s.name: s.frame for s in corpus.splits}
     names = corpus.classes.names
     rankings = rank_splits(frames, names, params.baseline, params.seed)
@@ -50,7 +52,7 @@ def run(params: Params, inputs_path: Path, raw_dir: Path, metrics_path: Path, la
         rows = most_suspect(rankings["train"], n)
         corpus = drop_train_rows(corpus, rows, f"data.label_issues: drop, data.label_issues_n={n}")
         dropped = len(rows)
-    warnings = check_splits(corpus.report["class_rows"], {s.name: s.origin for s in corpus.splits})
+    warnings = check_splits(corpus.report["class_rows"], origins)  # again: drop may thin a class
     for warning in warnings:
         log.warning("%s: %s", corpus.splits[2].origin, warning)
     if warnings:  # only then: an unchanged corpus keeps the very same report
