@@ -22,13 +22,14 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from scratchformer.config import ConfigError, ProbeConfig
 from scratchformer.data.hub import check_hub_reachable, is_local
-from scratchformer.files import atomic_dir
+from scratchformer.files import atomic_dir, restore_dir
 
 log = logging.getLogger(__name__)
 
 
 def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenizerBase:
     """A fast tokenizer from a hub id (at ``revision``) or a local folder (vocab.txt + tokenizer_config.json)."""
+    restore_dir(Path(name).expanduser())  # a folder a killed save_tokenizer left aside (files.atomic_dir)
     if is_local(name):
         if revision:
             log.warning("tokenizer.revision=%s is ignored: %s is a local folder", revision, name)
