@@ -35,7 +35,7 @@ def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenize
             log.warning("tokenizer.revision=%s is ignored: %s is a local folder", revision, name)
         revision = None
     else:
-        check_hub_reachable(name, "tokenizer.name")
+        check_hub_reachable(name, "tokenizer.name", "model")
     tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True, revision=revision)
     if not tokenizer.is_fast:
         raise ValueError(f"tokenizer {name!r} has no fast (Rust) implementation")
