@@ -7,7 +7,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from scratchformer.config.checks import DEVICE, MAX_POSITIONS, ConfigError, require, require_folder
+from scratchformer.config.checks import (
+    DEVICE,
+    MAX_BUCKETS,
+    MAX_POSITIONS,
+    MAX_TABLE,
+    ConfigError,
+    require,
+    require_folder,
+)
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,19 @@ class ModelConfig:
         if self.positional == "rope":
             require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
+        require(
+            self.ngram_buckets <= MAX_BUCKETS,
+            "model.ngram_buckets",
+            self.ngram_buckets,
+            f"is above the limit {MAX_BUCKETS} (2**24) rows of the hashed n-gram table",
+        )
+        require(
+            self.ngram_buckets * self.d_model <= MAX_TABLE,
+            "model.ngram_buckets",
+            self.ngram_buckets,
+            f"x model.d_model={self.d_model} is above the limit {MAX_TABLE} (2**28, 1 GiB of fp32) "
+            "weights of the n-gram table; use fewer buckets",
+        )
         require(self.ngram_init >= 0, "model.ngram_init", self.ngram_init, "must be >= 0")
         require(0 <= self.wide_ngrams <= 6, "model.wide_ngrams", self.wide_ngrams, "must be in 0..6 (0 = off)")
         if self.num_classes is not None:
@@ -200,7 +221,12 @@ class TrainConfig:
         )
         require(self.nb_ngrams >= 0, "train.nb_ngrams", self.nb_ngrams, "must be >= 0 (0 = no NB member)")
         require(self.nb_c > 0, "train.nb_c", self.nb_c, "must be > 0")
-        require(self.nb_buckets >= 1, "train.nb_buckets", self.nb_buckets, "must be >= 1")
+        require(
+            1 <= self.nb_buckets <= MAX_BUCKETS,
+            "train.nb_buckets",
+            self.nb_buckets,
+            f"must be in 1..{MAX_BUCKETS} (2**24)",
+        )
         require(0 <= self.distill <= 1, "train.distill", self.distill, "must be in [0, 1]")
         require(
             self.distill == 0 or self.nb_ngrams > 0,

@@ -22,19 +22,20 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from scratchformer.config import ConfigError, ProbeConfig
 from scratchformer.data.hub import check_hub_reachable, is_local
-from scratchformer.files import atomic_dir
+from scratchformer.files import atomic_dir, restore_dir
 
 log = logging.getLogger(__name__)
 
 
 def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenizerBase:
     """A fast tokenizer from a hub id (at ``revision``) or a local folder (vocab.txt + tokenizer_config.json)."""
+    restore_dir(Path(name).expanduser())  # a folder a killed save_tokenizer left aside (files.atomic_dir)
     if is_local(name):
         if revision:
             log.warning("tokenizer.revision=%s is ignored: %s is a local folder", revision, name)
         revision = None
     else:
-        check_hub_reachable(name, "tokenizer.name")
+        check_hub_reachable(name, "tokenizer.name", "model")
     tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True, revision=revision)
     if not tokenizer.is_fast:
         raise ValueError(f"tokenizer {name!r} has no fast (Rust) implementation")

@@ -29,7 +29,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from scratchformer.config import DEVICE
+from scratchformer.config import DEVICE, ConfigError, TrainConfig
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,28 @@ def pick_device(name: str) -> torch.device:
         raise ValueError(f"device {name!r} asked for, but this machine has {have}")
     if device.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"device {name!r} asked for, but this machine has no Apple GPU (use cpu or auto)")
+    return device
+
+
+def check_device(config: TrainConfig) -> torch.device:
+    """The device ``train.device`` names, if this machine has it and it runs ``train.precision``.
+
+    Called by the first stage (inputs), so that a device or precision this machine
+    lacks stops the pipeline in its first second, not at pretrain or train.
+    """
+    try:
+        device = pick_device(config.device)
+    except ValueError as err:
+        raise ConfigError(f"train.device={config.device!r}: {err}") from None
+    if config.precision == "fp16" and device.type != "cuda":
+        raise ConfigError(
+            f"train.precision=fp16 needs CUDA (its gradients need loss scaling), and train.device={config.device!r} "
+            f"is {device.type} here: use bf16 or fp32"
+        )
+    if config.precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise ConfigError(
+            f"train.precision=bf16: this GPU ({torch.cuda.get_device_name(device)}) has no bfloat16; use fp16 or fp32"
+        )
     return device
 
 
