@@ -153,3 +153,12 @@ def test_the_stage_writes_markdown_and_html(trained, tmp_path):
     assert "<!DOCTYPE html>" in (tmp_path / "out" / "validation.html").read_text()
     with pytest.raises(FileNotFoundError, match="no saved tokenizer"):
         errors.run(Params(), model_path, tmp_path / "tokenized", tmp_path / "nowhere", tmp_path / "out")
+
+
+def test_class_names_are_text_in_both_pages():
+    tokens = [Token("好", 0.2, True)]
+    names = ("$$ a&amp;b", "x\n| y")
+    report = ErrorReport("validation", 10, 1, [Mistake(4, *names, 0.9, tokens)], [], ErrorsConfig(highlight=1))
+    row = next(line for line in error_report.to_markdown(report).splitlines() if line.startswith("| 1 |"))
+    assert "\\$\\$ a\\&amp;b" in row and "x \\| y" in row and row.count(" | ") == 6  # no math, entity or new row
+    assert "$$ a&amp;amp;b" in error_report.to_html(report)

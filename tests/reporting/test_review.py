@@ -2,6 +2,7 @@
 
 import ast
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -405,3 +406,32 @@ def test_pictures_dvc_reports_under_commit_ids_are_shown_under_the_names_given(t
     (shown,) = confusion.pictures
     assert dict(shown.panels)["lr-sweep-1"] is not None  # the base's picture, found by its name
     assert (tmp_path / "images" / dict(shown.panels)["lr-sweep-1"]).read_bytes() == picture.read_bytes()
+
+
+HOSTILE = "<img src=x onerror=alert(1)> **b** [l](javascript:x) $$ | `tick` a_b_c\nnext"
+
+
+def test_param_values_keys_and_revision_names_are_shown_as_text_in_markdown_and_html(tmp_path):
+    from scratchformer.reporting.page import Report
+
+    labels = ("main", "exp_<b>|*x*")
+    params = rows({"params.yaml": {"data.source": {"old": "lansinuote/ChnSentiCorp", "new": HOSTILE}}})
+    params.append(Row("params.yaml", "data.label_names.<i>", None, "|`x`|"))
+    metrics = rows({"metrics/eval.json": {"acceptance.passed": {"old": True, "new": False}, "odd`key": {"new": 1}}})
+    report = Report(
+        "Review: main → exp_<b>|*x*",
+        [acceptance_section(metrics, params, labels), params_section(params, labels), metrics_section([], labels)],
+    )
+    md = to_markdown(report)
+    assert not re.search(r"(?<!\\)[<>\[\]$]", md) and not re.search(r"(?<!\\)\*\*b", md)  # every one escaped
+    assert (
+        "\\<img src=x onerror=alert(1)\\> \\*\\*b\\*\\* \\[l\\](javascript:x) \\$\\$ \\| \\`tick\\` a\\_b\\_c next"
+        in md
+    )
+    table = [line for line in md.splitlines() if line.startswith("| params.yaml |")]
+    assert len(table) == 2 and all(line.replace("\\|", "").count("|") == 5 for line in table)  # four cells each
+    assert "exp\\_\\<b\\>\\|\\*x\\*" in md  # the revision's name in the header, title and notes
+    page = to_html(report, tmp_path)
+    assert "<img" not in page and "<b>" not in page and "<i>" not in page and "\\" not in page  # no backslash shown
+    assert "&lt;img src=x onerror=alert(1)&gt; **b** [l](javascript:x) $$ | `tick` a_b_c" in page
+    assert "exp_&lt;b&gt;|*x*" in page and "<strong><code>acceptance.passed</code>" in page

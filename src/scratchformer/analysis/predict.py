@@ -15,8 +15,9 @@ from pathlib import Path
 import torch
 
 from scratchformer.analysis.relevance import explain
-from scratchformer.data.tokenization import encode, load_tokenizer, pad_batch
+from scratchformer.data.tokenization import TOKENIZER_FILE, encode, load_saved_tokenizer, pad_batch
 from scratchformer.model.checkpoint import CorruptFileError, class_names, load_checkpoint, restore
+from scratchformer.model.classifier import Ensemble
 from scratchformer.model.export import TOKENIZER_CONFIG, load_folder
 
 # Zero-width space, non-joiner, joiner, word joiner and the byte-order mark: invisible,
@@ -73,7 +74,15 @@ class Predictor:
         self.device = torch.device(device)
         load = load_folder if folder else load_checkpoint
         self.model, info = load(model_path, self.device)
-        self.tokenizer = load_tokenizer(str(tokenizer_path))
+        self.tokenizer = load_saved_tokenizer(tokenizer_path)
+        first = self.model.members[0] if isinstance(self.model, Ensemble) else self.model
+        vocab_size = first.embed.num_embeddings
+        if len(self.tokenizer) > vocab_size:  # an id past the embedding table would fail mid-prediction
+            named = tokenizer_path / TOKENIZER_FILE if (tokenizer_path / TOKENIZER_FILE).is_file() else tokenizer_path
+            raise CorruptFileError(
+                f"{named}: the tokenizer has {len(self.tokenizer)} tokens, more than the model's vocab_size "
+                f"{vocab_size}: give the tokenizer the model was trained with"
+            )
         self.max_len = info.get("tokenizer_max_len", self.model.config.max_len)
         self.class_names = class_names(info, self.model.config.num_classes)
 

@@ -14,12 +14,12 @@ from scratchformer.analysis.mistakes import ErrorReport, Mistake, Token
 from scratchformer.render import markdown
 
 _CODE = re.compile(r"`([^`]+)`")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~-])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~$&-])")
 
 
 def _md(text: str) -> str:
-    """``text`` with Markdown's active characters escaped (safe inside a table cell)."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    """``text`` with Markdown's active characters ($ math and & entities too) escaped, on one line (a table cell)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.splitlines()))
 
 
 def _joined(tokens: list[Token]) -> list[tuple[str, Token]]:

@@ -3,13 +3,17 @@
 Everything is drawn from files the train stage wrote (dvclive curves, probe
 snapshots); nothing here touches the model. Chinese tokens are drawn with Noto
 Sans CJK SC, shipped by the ``mplfonts`` package, so they render as glyphs on a
-machine with no CJK system font.
+machine with no CJK system font. Every text is drawn as the characters it holds
+(:func:`plain_text`): a class name, token or review that contains ``$`` is not math.
 """
 
 from __future__ import annotations
 
+import functools
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import imageio.v3 as iio
 import matplotlib
@@ -24,6 +28,24 @@ from matplotlib.figure import Figure
 from scratchformer.files import write_atomic
 
 CJK_FONT_FILE = "NotoSansCJKsc-Regular.otf"
+F = TypeVar("F", bound=Callable)
+
+
+def plain_text(draw: F) -> F:
+    """Run ``draw`` with matplotlib reading no text as math (mathtext or TeX), then put the setting back.
+
+    Class names, tokens and texts come from the data; matplotlib would read "$...$" in
+    them as mathtext and fail on "$$" or "$\\frac{1}$" (after a whole training run, in
+    visualize). A text takes the setting when it is made, and tick labels are made when the
+    figure is drawn, so saving a figure needs it too; the rest of a notebook keeps its own.
+    """
+
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        with plt.rc_context({"text.parse_math": False, "text.usetex": False}):
+            return draw(*args, **kwargs)
+
+    return drawn  # type: ignore[return-value]
 
 
 def use_cjk_font() -> str:
@@ -40,6 +62,7 @@ def use_cjk_font() -> str:
     return name
 
 
+@plain_text
 def save_figure(fig: Figure, path: Path, dpi: int = 120) -> None:
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight"))
     plt.close(fig)
@@ -50,6 +73,7 @@ def read_curve(live_dir: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(live_dir / "plots" / "metrics" / f"{name}.tsv", sep="\t")
 
 
+@plain_text
 def loss_figure(live_dir: Path, label_smoothing: float = 0.0) -> Figure:
     """Step losses (the training objective) and per-epoch train/validation cross-entropy.
 
@@ -77,6 +101,7 @@ def loss_figure(live_dir: Path, label_smoothing: float = 0.0) -> Figure:
     return fig
 
 
+@plain_text
 def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
     steps = read_curve(live_dir, "step/grad_norm")
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -91,6 +116,7 @@ def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
     return fig
 
 
+@plain_text
 def diagnostics_figure(live_dir: Path) -> Figure:
     """Left: each layer's gradient norm before clipping over training. Right: every head's attention entropy per epoch.
 
@@ -140,6 +166,7 @@ def _group_order(path: Path) -> tuple[int, int]:
     return (2, 0)
 
 
+@plain_text
 def heatmap_figure(probe: dict) -> Figure:
     """Every head of the probe layer after training: T x T attention, query rows, key columns."""
     final = np.array(probe["snapshots"][-1]["attention"])  # (H, T, T)
@@ -188,6 +215,7 @@ def _evolution_axes(ax, probe: dict, head: int):
     return im
 
 
+@plain_text
 def evolution_figure(probe: dict, head: int) -> Figure:
     fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(probe["tokens"])), 3.5))
     im = _evolution_axes(ax, probe, head)
@@ -197,6 +225,7 @@ def evolution_figure(probe: dict, head: int) -> Figure:
     return fig
 
 
+@plain_text
 def all_heads_evolution_figure(probe: dict) -> Figure:
     H = _n_heads(probe)
     fig, axes = plt.subplots(H, 1, figsize=(max(8, 0.45 * len(probe["tokens"])), 2.6 * H), squeeze=False)
@@ -208,6 +237,7 @@ def all_heads_evolution_figure(probe: dict) -> Figure:
     return fig
 
 
+@plain_text
 def evolution_frames(probe: dict, head: int) -> list[np.ndarray]:
     """One RGB frame per snapshot: the query's attention over the tokens as bars."""
     tokens = probe["tokens"]
@@ -233,6 +263,7 @@ def evolution_frames(probe: dict, head: int) -> list[np.ndarray]:
     return frames
 
 
+@plain_text
 def confusion_figure(table: dict, title: str) -> Figure:
     """Counts with the class names on both axes (rows: actual, columns: predicted)."""
     counts = np.array(table["counts"])  # (K, K)
@@ -274,6 +305,7 @@ def plotted_weights(probe: dict, head: int) -> dict:
     }
 
 
+@plain_text
 def relevance_figure(rows: list[tuple[str, list[str], list[float]]], marked: int = 3) -> Figure:
     """One bar chart per text: each token's relevance, the tokens on the axis in reading order.
 
