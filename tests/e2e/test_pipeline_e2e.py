@@ -212,7 +212,8 @@ def test_a_failed_math_check_fails_evaluate_after_writing_metrics(repo, tmp_path
     params["acceptance"]["attention_max_abs_err"] = 1e-12  # below float32 rounding: must fail
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
     cmd = [sys.executable, "-m", "stages.evaluate", "--params", str(tmp_path / "params.yaml")]
-    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized"]
+    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized", "--raw", "data/raw"]
+    cmd += ["--baseline", "data/baseline"]
     cmd += ["--metrics", str(tmp_path / "eval.json"), "--confusion", str(tmp_path / "confusion")]
     result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     assert result.returncode != 0
