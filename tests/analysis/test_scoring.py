@@ -32,9 +32,11 @@ def test_identical_predictions_differ_by_zero_with_a_zero_width_interval():
 
 def test_the_paired_interval_comes_from_resampling_the_same_reviews_for_both():
     n, k, seed = 50, 7, 42
-    model = np.ones(n, dtype=bool)  # right everywhere
-    baseline = np.ones(n, dtype=bool)
-    baseline[[3, 9, 14, 20, 31, 40, 48]] = False  # wrong on exactly k of n
+    shared = [0, 5, 11, 17, 22, 26, 33, 37, 44, 49]  # both wrong: these must cancel in every resample
+    model = np.ones(n, dtype=bool)
+    model[shared] = False
+    baseline = model.copy()
+    baseline[[3, 9, 14, 20, 31, 40, 48]] = False  # wrong on exactly k more, where the model is right
     result = paired_bootstrap(model, baseline, seed)
     assert result["delta"] == k / n
     # The same resamples, drawn here in one go: each row is n reviews, scored for both.
