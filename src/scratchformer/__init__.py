@@ -10,8 +10,9 @@ The folders are the map; each is a layer that imports only the layers above it h
                  fingerprints of the inputs, tokenization into flat ids
     train/       the loop, its two objectives (classification, masked LM), the run that
                  records curves and resumable state, distributed launch, diagnostics
-    analysis/    what a trained model says: evaluation, acceptance checks, the probe,
-                 relevance, its mistakes, predict, the n-gram baselines
+    analysis/    what a trained model says: evaluation, scoring (unseen part, intervals),
+                 acceptance checks, the probe, relevance, its mistakes, predict, the n-gram
+                 baselines
     render/      pictures and pages: curves, attention evolution, the mistakes page, the
                  model card, the one Markdown table writer
     reporting/   what asks git and dvc: review of two revisions, metrics check, experiment

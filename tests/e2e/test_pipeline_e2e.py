@@ -122,6 +122,12 @@ def test_repro_writes_every_output(repo):
     assert set(evaluation["test"]["per_class"]) == {"negative", "positive"}
     data = json.loads((repo / "metrics" / "data.json").read_text())["data"]
     assert data["rows"] == {"train": 240, "validation": 60, "test": 60} and data["split"] is None
+    baselines = json.loads((repo / "metrics" / "baseline.json").read_text())
+    for split in ("validation", "test"):  # the unseen part: the same mask as the leakage count
+        assert evaluation[split]["unseen"]["n"] == 60 - data["leakage"][f"{split}_in_train"]
+        assert baselines["nblr"][split]["unseen"]["n"] == evaluation[split]["unseen"]["n"]
+        assert evaluation[split]["vs_best_baseline"]["name"] in baselines
+    assert len(pd.read_parquet(repo / "data" / "baseline" / "test.parquet")) == 60
     report = (repo / "plots" / "errors" / "validation.md").read_text(encoding="utf-8")
     assert report.startswith("# Why is it wrong") and "of the 60 validation reviews wrong" in report
     assert "<!DOCTYPE html>" in (repo / "plots" / "errors" / "validation.html").read_text(encoding="utf-8")
@@ -212,7 +218,8 @@ def test_a_failed_math_check_fails_evaluate_after_writing_metrics(repo, tmp_path
     params["acceptance"]["attention_max_abs_err"] = 1e-12  # below float32 rounding: must fail
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
     cmd = [sys.executable, "-m", "stages.evaluate", "--params", str(tmp_path / "params.yaml")]
-    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized"]
+    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized", "--raw", "data/raw"]
+    cmd += ["--baseline", "data/baseline"]
     cmd += ["--metrics", str(tmp_path / "eval.json"), "--confusion", str(tmp_path / "confusion")]
     result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     assert result.returncode != 0

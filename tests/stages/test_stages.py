@@ -142,8 +142,11 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
         write_tokenized(tmp_path / "tokenized" / split, flat, labels)
     (tmp_path / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
     save_checkpoint(tmp_path / "model.pt", blend, tokenizer_max_len=16, class_names=["negative", "positive"])
+    raw, baseline = write_raw_and_baselines(tmp_path, labels)
     params = from_dict({"acceptance": {"validation_accuracy": 0.01}})
-    result = evaluate.run(params, tmp_path / "model.pt", tmp_path / "tokenized", tmp_path / "m.json", tmp_path / "c")
+    result = evaluate.run(
+        params, tmp_path / "model.pt", tmp_path / "tokenized", raw, baseline, tmp_path / "m.json", tmp_path / "c"
+    )
 
     split = read_tokenized(tmp_path / "tokenized" / "validation")
 
@@ -154,7 +157,73 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     assert own["nb"] != own["transformers"]  # the case is one where the parts differ
     for part, value in own.items():
         assert result["validation"][part]["accuracy"] == pytest.approx(value, abs=1e-12), part
+        assert result["validation"][part]["unseen"]["n"] == 50, part
     assert result["validation"]["accuracy"] == pytest.approx(accuracy(blend), abs=1e-12)
+
+
+def write_raw_and_baselines(tmp_path, labels) -> tuple[Path, Path]:
+    """Raw splits whose first 10 validation and test texts are train texts, and two baselines' predictions."""
+    import numpy as np
+    import pandas as pd
+
+    from scratchformer.analysis.baseline import write_predictions
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    train = [f"train review {i}" for i in range(20)]
+    pd.DataFrame({"text": train, "label": [i % 2 for i in range(20)]}).to_parquet(raw / "train.parquet")
+    for split in ("validation", "test"):
+        texts = [f" {t}\u3000" for t in train[:10]] + [f"{split} review {i}" for i in range(len(labels) - 10)]
+        pd.DataFrame({"text": texts, "label": labels}).to_parquet(raw / f"{split}.parquet")
+    always, never = np.asarray(labels), 1 - np.asarray(labels)
+    predicted = {
+        "weak": {s: never for s in ("validation", "test")},
+        "strong": {s: always for s in ("validation", "test")},
+    }
+    write_predictions(tmp_path / "baseline", predicted)
+    return raw, tmp_path / "baseline"
+
+
+def test_evaluate_scores_the_unseen_part_and_compares_with_the_best_baseline(tmp_path):
+    """Unseen scores with their n and intervals; the model against the baseline best on unseen validation."""
+    import numpy as np
+    import torch
+
+    from scratchformer.analysis.scoring import wilson
+    from scratchformer.data.tokenization import FlatIds, write_tokenized
+    from scratchformer.model.checkpoint import save_checkpoint
+    from stages import evaluate
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(tiny_config(), 30)
+    g = torch.Generator().manual_seed(1)
+    texts = [torch.randint(5, 30, (int(n),), generator=g).tolist() for n in torch.randint(3, 12, (40,), generator=g)]
+    labels = np.array([i % 2 for i in range(40)])
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
+    flat = FlatIds(np.array([t for x in texts for t in x], dtype=np.uint16), offsets, np.diff(offsets))
+    for split in ("validation", "test"):
+        write_tokenized(tmp_path / "tokenized" / split, flat, labels)
+    (tmp_path / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
+    save_checkpoint(tmp_path / "model.pt", model, tokenizer_max_len=16, class_names=["negative", "positive"])
+    raw, baseline = write_raw_and_baselines(tmp_path, labels)
+    params = from_dict({"acceptance": {"validation_accuracy": 0.01}, "seed": 5})
+    paths = (tmp_path / "model.pt", tmp_path / "tokenized", raw, baseline, tmp_path / "m.json", tmp_path / "c")
+    result = evaluate.run(params, *paths)
+
+    for split in ("validation", "test"):
+        scores = result[split]
+        unseen = scores["unseen"]
+        assert unseen["n"] == 30  # the 10 copies of train texts (stripped of edge whitespace) are seen
+        right = round(unseen["accuracy"] * 30)
+        assert unseen["accuracy_ci95"] == wilson(right, 30)
+        assert scores["accuracy_ci95"] == wilson(round(scores["accuracy"] * 40), 40)
+        versus = scores["vs_best_baseline"]
+        assert versus["name"] == "strong"  # right on every review: the best on unseen validation
+        assert versus["delta"] == (right - 30) / 30
+        assert versus["ci95"]["lo"] <= versus["delta"] <= versus["ci95"]["hi"] <= 0
+    assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(result))
+    evaluate.run(params, *paths[:4], tmp_path / "again.json", tmp_path / "c")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "m.json").read_bytes()  # byte-identical rerun
 
 
 @pytest.mark.parametrize("folds", [1, 3])
