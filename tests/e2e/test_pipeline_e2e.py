@@ -54,6 +54,9 @@ def commit_project(repo: Path, message: str) -> None:
     run(["git", "config", "user.email", "test@example.com"], repo)
     run(["git", "config", "user.name", "test"], repo)
     run(["dvc", "init", "-q"], repo)
+    (repo / ".dvc" / "plots").mkdir(exist_ok=True)
+    for template in (ROOT / ".dvc" / "plots").glob("*.json"):  # the plot templates dvc.yaml names
+        shutil.copy(template, repo / ".dvc" / "plots" / template.name)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", message], repo)
 
@@ -177,8 +180,8 @@ def test_metrics_and_plots_commands_work(repo):
     assert shown["metrics/train.json"]["data"]["epochs"] == 1
     plots = json.loads(run(["dvc", "plots", "show", "--json"], repo))["data"]
     epochs = plots["Accuracy per epoch"][0]["content"]["data"]["values"]
-    files = {row["filename::field"] for row in epochs}
-    assert files == {"val_accuracy.tsv::val_accuracy", "train_accuracy.tsv::train_accuracy"}
+    files = {(row["filename"], row["field"]) for row in epochs}  # the epochs template's fields
+    assert files == {("val_accuracy.tsv", "val_accuracy"), ("train_accuracy.tsv", "train_accuracy")}
     val = [float(row["val_accuracy"]) for row in epochs if "val_accuracy" in row]
     assert val == [json.loads((repo / "metrics" / "train.json").read_text())["best_val_accuracy"]]
     steps = plots["Training loss per step"][0]["content"]["data"]["values"]
