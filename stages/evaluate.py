@@ -15,9 +15,9 @@ from scratchformer.analysis import acceptance
 from scratchformer.analysis.evaluation import confusion_table, parts, per_class_scores, predict_logits, scores
 from scratchformer.config import Params
 from scratchformer.data.tokenization import read_class_names, read_tokenized
+from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import load_checkpoint
-from scratchformer.train.distributed import pick_device
 from stages import stage
 
 PARAMS = ("seed", "acceptance", "train.device")

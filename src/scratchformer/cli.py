@@ -134,8 +134,8 @@ def predict_main(args: argparse.Namespace) -> int:
 def predict_rows(args: argparse.Namespace) -> int:
     from scratchformer import rows as answers
     from scratchformer.analysis.predict import Predictor
+    from scratchformer.device import pick_device
     from scratchformer.rows import open_output, progress, shorten, write_rows
-    from scratchformer.train.distributed import pick_device
 
     with contextlib.ExitStack() as files:
         try:

@@ -33,12 +33,12 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from scratchformer.config import PretrainConfig, TrainConfig, UserError
+from scratchformer.config import OptimConfig, PretrainConfig, TrainConfig, UserError
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.optim import adamw, autocast, lazy_adam, lr_factor, parameter_groups, sparse_tables
-from scratchformer.train.run import Recorder
+from scratchformer.train.recording import Recorder
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,11 @@ class StepResult(NamedTuple):
 
 @dataclass(frozen=True)
 class Settings:
-    """What the loop reads from ``TrainConfig`` or ``PretrainConfig``: build it with :meth:`from_config`."""
+    """What the loop reads: a section's optimizer keys (:class:`~scratchformer.config.OptimConfig`) and the rest.
+
+    Build it with :meth:`training` or :meth:`pretraining`; every field is named there, so a
+    renamed config key fails at once instead of falling back to a default here.
+    """
 
     epochs: int
     batch_size: int
@@ -76,16 +80,27 @@ class Settings:
     log_every: int = 1
 
     @classmethod
-    def from_config(cls, config: TrainConfig | PretrainConfig, train: TrainConfig | None = None) -> Settings:
-        """The settings of a params section: every field of that name in ``config``.
+    def training(cls, train: TrainConfig) -> Settings:
+        """The classifier's loop: the train section's optimizer keys, EMA, n-gram table, precision, logging."""
+        return cls(
+            **_optim(train),
+            ema_decay=train.ema_decay,
+            sparse_ngrams=train.sparse_ngrams,
+            ngram_decay=train.ngram_decay,
+            precision=train.precision,
+            log_every=train.log_every,
+        )
 
-        ``precision`` and ``log_every`` come from the train section ``train``
-        (``config`` itself when None): every loop of the pipeline shares them.
-        A field the section lacks keeps its default here (pretraining keeps no EMA).
-        """
-        shared = train if train is not None else config
-        own = {f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
-        return cls(**{**own, "precision": shared.precision, "log_every": shared.log_every})
+    @classmethod
+    def pretraining(cls, pretrain: PretrainConfig, train: TrainConfig) -> Settings:
+        """The masked-LM loop: the pretrain section's optimizer keys; precision and logging are ``train``'s
+        (every loop of the pipeline shares them); no EMA and a dense n-gram table."""
+        return cls(**_optim(pretrain), precision=train.precision, log_every=train.log_every)
+
+
+def _optim(config: OptimConfig) -> dict:
+    """The optimizer keys that every training section declares (:class:`~scratchformer.config.OptimConfig`)."""
+    return {f.name: getattr(config, f.name) for f in fields(OptimConfig)}
 
 
 class Progress:
