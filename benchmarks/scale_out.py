@@ -40,7 +40,8 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.render import markdown
 from scratchformer.train import distributed
 from scratchformer.train.classify import Classification, fit, seed_everything
-from scratchformer.train.loop import Loop, Settings
+from scratchformer.train.loop import Loop
+from scratchformer.train.optim import Settings
 
 OUT = Path("benchmarks/results/scale_out.json")
 TOKENIZED = Path("data/tokenized")

@@ -43,16 +43,11 @@ def run(
     state_path: Path,
     world: World = ALONE,
 ) -> dict | None:
-    """Train from random init (:func:`~scratchformer.train.ensemble.train_ensemble`); save the model,
-    curves, probe snapshots and metrics.
-
-    A :class:`~scratchformer.train.recording.Recording` keeps the curves and, at the end of
-    every epoch, the state of the run in ``state_path``: a rerun with the same params
-    (``PARAMS``), inputs and code continues from there, and the file is removed once the
-    outputs are written.
-
-    Every process of a multi-process run (``world``) calls this; only rank 0
-    writes anything, and only rank 0 returns the metrics (the others None).
+    """Train (:func:`~scratchformer.train.ensemble.train_ensemble`); save the model, curves, probe
+    snapshots and metrics. A :class:`~scratchformer.train.recording.Recording` keeps the curves
+    and, each epoch, the run's state in ``state_path``: a rerun with the same params
+    (``PARAMS``), inputs and code continues from there. Every process of a multi-process run
+    (``world``) calls this; only rank 0 writes, and returns the metrics (the others None).
     """
     tokenizer = load_tokenizer(str(tokenizer_dir))
     class_names = read_class_names(tokenized_dir)  # the model's output size comes from the data

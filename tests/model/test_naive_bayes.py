@@ -7,7 +7,7 @@ import torch
 from test_classifier import VOCAB, make, sentences
 
 from scratchformer.analysis.acceptance import padding_leak
-from scratchformer.config import NBConfig, from_dict
+from scratchformer.config import NBConfig
 from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.classifier import Ensemble
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds

@@ -19,8 +19,8 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
 from scratchformer.train.classify import Classification, Steps, drop_tokens, fit, grad_norm_summary
-from scratchformer.train.loop import NOTHING, Loop, Progress, Settings, TrainingDivergedError
-from scratchformer.train.optim import lr_factor, parameter_groups
+from scratchformer.train.loop import NOTHING, Loop, Progress, TrainingDivergedError
+from scratchformer.train.optim import Settings, lr_factor, parameter_groups
 from scratchformer.train.recording import Recorder
 
 

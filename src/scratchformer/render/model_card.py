@@ -163,8 +163,7 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
     names = config["class_names"]
     rows = data_report.get("rows", {})
     recipe = [("seed", params.seed)]
-    recipe += [(f"train.{k}", v) for k, v in dataclasses.asdict(params.train).items()]
-    recipe += [(f"nb.{k}", v) for k, v in dataclasses.asdict(params.nb).items()]
+    recipe += [(f"{at}.{k}", v) for at in ("train", "nb") for k, v in dataclasses.asdict(getattr(params, at)).items()]
     recipe += [("pretrain.epochs (masked-LM pretraining; 0 = none)", params.pretrain.epochs)]
     model_rows = [(f"model.{k}", v) for k, v in config["model"].items()]
     model_rows += [("vocabulary size", config["vocab_size"]), ("parameters", f"{parameters:,}")]

@@ -21,7 +21,8 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold
 from scratchformer.train.diagnostics import attention_diagnostics, grouped_parameters
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import NOTHING, Loop, Settings, StepResult
+from scratchformer.train.loop import NOTHING, Loop, StepResult
+from scratchformer.train.optim import Settings
 from scratchformer.train.recording import Recorder
 
 log = logging.getLogger(__name__)
@@ -186,21 +187,15 @@ def fit(
 ) -> History:
     """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
-    ``recorder`` (:class:`~scratchformer.train.recording.Recorder`) receives each step's
-    record, each epoch's record with the evaluated weights, and at the end of every epoch the
-    state to carry on from; handed back as ``resume``, that state continues the run bit for
-    bit. The selected epoch has the lowest validation loss, or the highest validation accuracy
-    (``config.select``); ties keep the earlier one; epoch 0, the untrained model, never wins.
-
-    Each step's ``loss`` is the objective (label smoothing included); the epoch's
-    ``train_loss`` is plain cross-entropy, like ``val_loss``, so the two compare. A loss or
-    gradient norm that is not finite raises :class:`~scratchformer.train.loop.TrainingDivergedError`.
-
-    With ``config.ema_decay`` > 0 a moving average of the weights is what gets validated,
-    selected and recorded (it smooths out the noise of the last minibatches). With a
-    ``teacher`` and ``distill`` > 0 the targets mix in the teacher's probabilities on each
-    noised batch (:class:`Classification`). With several processes (``world``) every rank
-    calls ``fit``; only rank 0 validates, selects and records epochs and states.
+    ``recorder`` (:class:`~scratchformer.train.recording.Recorder`) receives each step's and
+    epoch's record and, each epoch, the state to carry on from: handed back as ``resume`` it
+    continues the run bit for bit. The selected epoch has the lowest ``val_loss`` or highest
+    ``val_accuracy`` (``config.select``; ties keep the earlier; epoch 0 never wins). The
+    epoch's ``train_loss`` is plain cross-entropy like ``val_loss`` (a step's ``loss`` is the
+    objective); a loss that is not finite raises :class:`~scratchformer.train.loop.TrainingDivergedError`.
+    With ``config.ema_decay`` > 0 the moving average is what is validated and recorded; with a
+    ``teacher`` and ``distill`` > 0 the targets mix in its probabilities (:class:`Classification`);
+    with several processes (``world``) only rank 0 validates, selects and records.
     """
     objective = Classification(model, config.label_smoothing, config.token_dropout, teacher, distill)
     steps = math.ceil(len(train) / config.batch_size)

@@ -81,19 +81,12 @@ def train_ensemble(
 ) -> Trained | None:
     """Train the classifier of the train stage; on rank 0 what it writes, elsewhere None.
 
-    With ``train.ensemble`` = K > 1, K members are trained one after another from seeds
-    seed, seed+1, …, each keeping its own best epoch; the saved model is their ensemble.
-    Member 0's curves and probe snapshots are the plotted ones; the others' curves are
-    logged under ``member<k>/``. ``model`` has its number of classes set from the data
-    (``class_names``); the probe is tokenized as texts are (``max_len`` tokens).
-
-    With ``nb.ngrams`` > 0 the NB-weighted n-gram model is fit first (:func:`fit_nb`): it
-    joins the ensemble (``nb.role`` member), or only teaches (teacher): with ``nb.distill``
-    > 0 every member's targets mix in its probabilities, and the saved model is the
-    Transformers alone. Its own accuracies go into the metrics either way.
-
-    ``recording`` keeps the curves and the resumable state (finished members are restored,
-    the current one carries on); every process of a multi-process run (``world``) calls this.
+    With ``train.ensemble`` = K > 1, K members train one after another from seeds seed,
+    seed+1, …, each keeping its best epoch; member 0's curves and probe snapshots are the
+    plotted ones. With ``nb.ngrams`` > 0 the NB model is fit first (:func:`fit_nb`): it
+    joins the ensemble (``nb.role`` member) or only teaches (teacher, ``nb.distill`` > 0),
+    and the saved model is then the Transformers alone. ``recording`` keeps the curves and
+    the resumable state; every process of a multi-process run (``world``) calls this.
     """
     shown = make_probe(probe, tokenizer, max_len)
     fitted = (

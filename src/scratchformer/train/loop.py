@@ -25,7 +25,6 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import torch
@@ -33,11 +32,19 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from scratchformer.config import OptimConfig, PretrainConfig, TrainConfig, UserError
+from scratchformer.config import UserError
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.optim import adamw, autocast, lazy_adam, lr_factor, parameter_groups, sparse_tables
+from scratchformer.train.optim import (
+    Settings,
+    adamw,
+    autocast,
+    lazy_adam,
+    lr_factor,
+    parameter_groups,
+    sparse_tables,
+)
 from scratchformer.train.recording import Recorder
 
 log = logging.getLogger(__name__)
@@ -55,52 +62,6 @@ class StepResult(NamedTuple):
     loss: Tensor  # () the objective summed over the rows (what backward minimises, after normalising)
     plain: Tensor  # () the smoothing-free loss summed over the rows (the epoch's train loss)
     hits: Tensor  # () rows predicted right (the epoch's train accuracy)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the loop reads: a section's optimizer keys (:class:`~scratchformer.config.OptimConfig`) and the rest.
-
-    Build it with :meth:`training` or :meth:`pretraining`; every field is named there, so a
-    renamed config key fails at once instead of falling back to a default here.
-    """
-
-    epochs: int
-    batch_size: int
-    lr: float
-    weight_decay: float
-    grad_clip: float = 1.0  # 0 = off
-    schedule: str = "constant"  # constant | cosine
-    warmup_ratio: float = 0.0
-    bucket_by_length: bool = False
-    ema_decay: float = 0.0
-    sparse_ngrams: bool = False  # the n-gram table by lazy Adam on sparse gradients (optim.sparse_tables)
-    ngram_decay: float = 0.0  # weight decay of the n-gram table (optim.parameter_groups)
-    precision: str = "fp32"  # fp32 | bf16 | fp16
-    log_every: int = 1
-
-    @classmethod
-    def training(cls, train: TrainConfig) -> Settings:
-        """The classifier's loop: the train section's optimizer keys, EMA, n-gram table, precision, logging."""
-        return cls(
-            **_optim(train),
-            ema_decay=train.ema_decay,
-            sparse_ngrams=train.sparse_ngrams,
-            ngram_decay=train.ngram_decay,
-            precision=train.precision,
-            log_every=train.log_every,
-        )
-
-    @classmethod
-    def pretraining(cls, pretrain: PretrainConfig, train: TrainConfig) -> Settings:
-        """The masked-LM loop: the pretrain section's optimizer keys; precision and logging are ``train``'s
-        (every loop of the pipeline shares them); no EMA and a dense n-gram table."""
-        return cls(**_optim(pretrain), precision=train.precision, log_every=train.log_every)
-
-
-def _optim(config: OptimConfig) -> dict:
-    """The optimizer keys that every training section declares (:class:`~scratchformer.config.OptimConfig`)."""
-    return {f.name: getattr(config, f.name) for f in fields(OptimConfig)}
 
 
 class Progress:

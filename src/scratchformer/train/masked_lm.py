@@ -23,7 +23,8 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.diagnostics import grouped_parameters
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import NOTHING, Loop, Settings, StepResult
+from scratchformer.train.loop import NOTHING, Loop, StepResult
+from scratchformer.train.optim import Settings
 from scratchformer.train.recording import Recorder
 
 log = logging.getLogger(__name__)
