@@ -23,9 +23,9 @@ from scratchformer.config import Params
 from scratchformer.data.ingest import read_column
 from scratchformer.data.splits import in_train
 from scratchformer.data.tokenization import read_class_names, read_tokenized
+from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import load_checkpoint
-from scratchformer.train.distributed import pick_device
 from stages import stage
 
 PARAMS = ("seed", "acceptance", "train.device")

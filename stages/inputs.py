@@ -13,8 +13,8 @@ from pathlib import Path
 
 from scratchformer.config import Params
 from scratchformer.data.fingerprints import fingerprint
+from scratchformer.device import check_device
 from scratchformer.files import write_json
-from scratchformer.train.distributed import check_device
 from stages import stage
 
 # data and tokenizer whole: a params.yaml that leaves out a revision key still works

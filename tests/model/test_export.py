@@ -110,9 +110,9 @@ def test_the_card_says_what_an_nb_member_or_teacher_contributed(tmp_path):
     blend = model_card({**config, "nb": {"max_n": 3, "buckets": 64}}, 10, from_dict({}), evaluation, {})
     assert "Half of every answer is the n-gram member's" in blend
     assert "the n-gram member alone scores 0.9280, the Transformer part alone 0.9180, the blend 0.9300" in blend
-    taught = from_dict({"train": {"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5}})
+    taught = from_dict({"nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}})
     alone = model_card({**config, "members": 1, "nb": None}, 10, taught, {"validation": parts}, {})
-    assert "taught it during training (train.distill 0.5" in alone and "Half of every answer" not in alone
+    assert "taught it during training (nb.distill 0.5" in alone and "Half of every answer" not in alone
     local = model_card({**config, "nb": None}, 10, from_dict({"data": {"source": str(tmp_path)}}), {}, {})
     assert "datasets" not in yaml.safe_load(local.split("---\n")[1])  # a local folder names no dataset
 

@@ -228,9 +228,9 @@ def test_evaluate_scores_the_unseen_part_and_compares_with_the_best_baseline(tmp
 
 @pytest.mark.parametrize("folds", [1, 3])
 def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_path, monkeypatch, folds):
-    """train.nb_role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone.
+    """nb.role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone.
 
-    With train.distill_folds 3 the teacher is three models, fit out of fold.
+    With nb.distill_folds 3 the teacher is three models, fit out of fold.
     """
     import torch
 
@@ -244,14 +244,15 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
     (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
     model = {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32}
-    train_params = {"epochs": 1, "batch_size": 16, "ensemble": 2, "nb_ngrams": 2, "nb_role": "teacher", "distill": 0.5}
-    train_params["distill_folds"] = folds
+    train_params = {"epochs": 1, "batch_size": 16, "ensemble": 2}
+    nb = {"ngrams": 2, "role": "teacher", "distill": 0.5, "distill_folds": folds}
     params = from_dict(
         {
             "data": {"source": "corpus"},
             "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
             "model": model,
             "train": train_params,
+            "nb": nb,
             "probe": {"text": "房间很差。", "query_token": "差"},
         }
     )
@@ -261,11 +262,11 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     taught = []
     member = ensemble.train_member
 
-    def spied(k, *args, teacher):
-        taught.append(teacher)
-        return member(k, *args, teacher=teacher)
+    def spied(k, **kwargs):
+        taught.append(kwargs["teacher"])
+        return member(k, **kwargs)
 
-    monkeypatch.setattr(train, "train_member", spied)
+    monkeypatch.setattr(ensemble, "train_member", spied)
     out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
     inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
     metrics = train.run(params, *inputs, *out.values())

@@ -201,7 +201,7 @@ def test_the_recipe_line_is_made_from_its_file_and_checked_against_the_experimen
 
 def test_the_committed_recipes_are_the_best_line_and_its_transformer_only_twin():
     best, tf = recipes.load("best", ROOT / "recipes"), recipes.load("best-tf", ROOT / "recipes")
-    assert best["train.nb_ngrams"] == 3 and {k: v for k, v in best.items() if k != "train.nb_ngrams"} == tf
+    assert best["nb.ngrams"] == 3 and {k: v for k, v in best.items() if k != "nb.ngrams"} == tf
     assert recipes.command("best", best).startswith("dvc exp run -n best -S tokenizer.max_len=256 -S ")
 
 

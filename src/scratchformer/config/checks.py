@@ -6,12 +6,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-POOLINGS = ("mean", "cls", "attention")
-POSITIONALS = ("sinusoidal", "learned", "rope")
-NORMS = ("pre", "post")
 MAX_POSITIONS = 4096  # largest positional table we allow (memory grows as T^2)
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
-# Hashed tables (model.ngram_buckets, train.nb_buckets): a mistyped size (1e11) must stop at
+# Hashed tables (model.ngram_buckets, nb.buckets): a mistyped size (1e11) must stop at
 # load, naming the key, not as an allocation failure hours later. 2**24 rows is 16x the largest
 # table tried; the n-gram table's rows x d_model cap keeps it at 1 GiB of fp32 (3 with AdamW's state).
 MAX_BUCKETS = 2**24

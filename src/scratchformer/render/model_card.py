@@ -139,14 +139,14 @@ def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
                 f"part alone {parts['transformers']['accuracy']:.4f}, the blend {parts['accuracy']:.4f}"
             )
         lines.append(line + ".")
-    elif params.train.nb_ngrams and params.train.nb_role == "teacher":
+    elif params.nb.ngrams and params.nb.role == "teacher":
         lines.append(
-            f"- An n-gram model (NB-weighted logistic regression over token 1..{params.train.nb_ngrams}-grams) "
-            f"taught it during training (train.distill {params.train.distill:g}: that share of each target was "
+            f"- An n-gram model (NB-weighted logistic regression over token 1..{params.nb.ngrams}-grams) "
+            f"taught it during training (nb.distill {params.nb.distill:g}: that share of each target was "
             "the n-gram model's probabilities on the noised text"
             + (
-                f", each text taught by one of {params.train.distill_folds} such models, the one fit without it"
-                if params.train.distill_folds > 1
+                f", each text taught by one of {params.nb.distill_folds} such models, the one fit without it"
+                if params.nb.distill_folds > 1
                 else ""
             )
             + "); it is not part of this folder, which holds the network alone."
@@ -163,7 +163,7 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
     names = config["class_names"]
     rows = data_report.get("rows", {})
     recipe = [("seed", params.seed)]
-    recipe += [(f"train.{k}", v) for k, v in dataclasses.asdict(params.train).items()]
+    recipe += [(f"{at}.{k}", v) for at in ("train", "nb") for k, v in dataclasses.asdict(getattr(params, at)).items()]
     recipe += [("pretrain.epochs (masked-LM pretraining; 0 = none)", params.pretrain.epochs)]
     model_rows = [(f"model.{k}", v) for k, v in config["model"].items()]
     model_rows += [("vocabulary size", config["vocab_size"]), ("parameters", f"{parameters:,}")]
