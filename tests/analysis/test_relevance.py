@@ -1,5 +1,7 @@
 """Signed token relevance: integrated gradients of the class margin, checked against the model itself."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -84,3 +86,38 @@ def test_predict_reports_the_signed_relevance_largest_magnitude_first(trained):
     sizes = [abs(t["relevance"]) for t in answer.top_tokens]
     assert sizes == sorted(sizes, reverse=True)
     assert {t["relevance"] > 0 for t in answer.top_tokens} == {True, False}  # a mixed text pushes both ways
+
+
+def test_n_gram_and_wide_branches_are_attributed_to_their_tokens():
+    """With hashed n-gram embeddings and a wide bag, the tokens still account for the whole margin moved."""
+    from scratchformer.config import ModelConfig
+    from scratchformer.model.classifier import TransformerClassifier
+
+    torch.manual_seed(0)
+    config = ModelConfig(
+        d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, num_classes=2, ngram_max=2, ngram_buckets=64
+    )
+    model = TransformerClassifier(dataclasses.replace(config, wide_ngrams=2), 30)
+    model.eval()  # no dropout in the margins measured here either
+    with torch.no_grad():  # the wide rows start at zero: give them something to say
+        model.wide.unigrams.weight.normal_()
+        model.wide.table.weight.normal_()
+        model.wide.unigrams.weight[model.pad_id] = 0  # PAD and "no n-gram here" say nothing, as in training
+        model.wide.table.weight[0] = 0
+    ids = torch.tensor([[1, 5, 9, 7, 2], [1, 4, 4, 2, 0]])
+    explained = explain(model, ids, fixed_ids={1, 2}, steps=256)
+    attributed = torch.isin(ids, torch.tensor([4, 5, 7, 9]))
+    moved = margins(model, ids, explained.toward) - margins(
+        model, ids, explained.toward, torch.where(attributed, 0.0, 1.0)
+    )
+    assert explained.relevance.sum(dim=1).tolist() == pytest.approx(moved.tolist(), rel=0.002, abs=0.002)
+    # With the Transformer's head silenced the logits are the wide bag's alone, which says
+    # nothing on a text of zeroed tokens: the relevance is all of the margin, measured without gates.
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+    wide_only = explain(model, ids, steps=8)
+    assert wide_only.relevance.abs().sum() > 0.1
+    assert wide_only.relevance.sum(dim=1).tolist() == pytest.approx(
+        margins(model, ids, wide_only.toward).tolist(), abs=1e-4
+    )
