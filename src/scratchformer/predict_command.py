@@ -48,8 +48,8 @@ def one_character(value: str) -> str:
 MAX_PLOTTED = 20  # texts one --plot picture holds (one chart each, stacked)
 
 
-def plot_relevance(predictions: list[Prediction], path: Path) -> None:
-    """Draw every token's relevance, one bar chart per text, into the PNG ``path``."""
+def plot_relevance(predictions: list[Prediction], path: Path, class_names: list[str]) -> None:
+    """Draw every token's signed relevance, one bar chart per text, into the PNG ``path``."""
     from scratchformer.render import pictures as plots
 
     plots.use_cjk_font()
@@ -58,8 +58,8 @@ def plot_relevance(predictions: list[Prediction], path: Path) -> None:
         tokens = sorted(p.top_tokens, key=lambda t: t["position"])  # every token, back in reading order
         text = p.text if len(p.text) <= 40 else p.text[:39] + "…"
         title = f"{p.label} (p = {p.probability:.3f}): {text}"
-        rows.append((title, [t["token"] for t in tokens], [t["relevance"] for t in tokens]))
-    plots.save_figure(plots.relevance_figure(rows), path)
+        rows.append((title, [t["token"] for t in tokens], [t["relevance"] for t in tokens], p.label))
+    plots.save_figure(plots.relevance_figure(rows, class_names), path)
 
 
 def texts_in(args: argparse.Namespace) -> tuple[Iterable[str], int | None]:
@@ -168,7 +168,7 @@ def predict_rows(args: argparse.Namespace) -> int:
         batches = itertools.chain([first], batches)
         if args.plot is not None:
             rows = [row for batch in batches for row in batch]  # at most MAX_PLOTTED
-            plot_relevance([row.prediction for row in rows if row.prediction], args.plot)
+            plot_relevance([row.prediction for row in rows if row.prediction], args.plot, predictor.class_names)
             batches = [[shorten(row, args.top) for row in rows]]
         tally = write_rows(progress(batches, total), fmt, out, predictor.class_names)
     rows_in = texts.taken if total is None else total

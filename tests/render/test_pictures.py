@@ -31,7 +31,9 @@ def probe() -> dict:
     "draw",
     [
         lambda: pictures.confusion_figure({"classes": NAMES, "counts": [[3, 1], [0, 4]]}, "confusion $x"),
-        lambda: pictures.relevance_figure([("$199 … $99 $\\frac{1}$ → $$", TOKENS[1:-1], [0.1, 0.2, 0.3, 0.4])]),
+        lambda: pictures.relevance_figure(
+            [("$199 … $99 $\\frac{1}$ → $$", TOKENS[1:-1], [0.1, -0.2, 0.3, -0.4], NAMES[0])], NAMES
+        ),
         lambda: pictures.heatmap_figure(probe()),
         lambda: pictures.evolution_figure(probe(), 0),
         lambda: pictures.all_heads_evolution_figure(probe()),
@@ -56,3 +58,32 @@ def test_the_dollar_is_drawn_as_a_dollar_and_the_setting_is_put_back(tmp_path):
     assert [t.get_text() for t in labels] == NAMES and not any(t.get_parse_math() for t in labels)
     pictures.save_figure(figure, tmp_path / "picture.png")
     assert matplotlib.rcParams["text.parse_math"] == before  # a notebook's own figures are left as they were
+
+
+@pytest.mark.parametrize(
+    ("names", "label", "away"),
+    [
+        (["neg", "pos"], "pos", "toward neg"),
+        (["neg", "pos"], "neg", "toward pos"),
+        (["a", "b", "c"], "b", "away from b"),
+    ],
+)
+def test_relevance_bars_take_the_colour_of_the_class_they_push_toward(names, label, away):
+    import matplotlib.pyplot
+    from matplotlib.colors import to_hex
+
+    fig = pictures.relevance_figure([("title", ["好", "差", "的"], [0.5, -0.3, 0.0], label)], names)
+    ax = fig.axes[0]
+    legend = {
+        t.get_text(): to_hex(h.get_facecolor())
+        for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles, strict=True)
+    }
+    assert list(legend) == [f"toward {label}", away]
+    bars = [to_hex(bar.get_facecolor()) for bar in ax.patches]
+    # Above 0 toward the label, below 0 the other way; 0 pushes nowhere and keeps the label's colour.
+    assert bars == [legend[f"toward {label}"], legend[away], legend[f"toward {label}"]]
+    assert legend[f"toward {label}"] != legend[away]
+    if len(names) == 2:  # a class has one colour in every chart, whichever class was predicted
+        other = pictures.relevance_figure([("t", ["差"], [0.4], away.removeprefix("toward "))], names).axes[0]
+        assert to_hex(other.patches[0].get_facecolor()) == legend[away]
+    matplotlib.pyplot.close(fig)

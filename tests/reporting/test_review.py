@@ -85,7 +85,7 @@ def test_acceptance_reads_a_threshold_change_and_a_check_without_one():
     assert by_check["speed"][3:] == ["absent", "no threshold in params"]
 
 
-def test_metrics_section_shows_changes_and_baseline_rows_and_hides_the_rest():
+def test_metrics_section_shows_changes_first_then_baseline_rows_and_hides_the_rest():
     metrics = rows(
         {
             "metrics/eval.json": {
@@ -94,17 +94,39 @@ def test_metrics_section_shows_changes_and_baseline_rows_and_hides_the_rest():
                 "acceptance.passed": {"old": True, "new": True},
                 "test.brier": {"old": None, "new": 0.1},  # a metric the older revision did not have
             },
-            "metrics/baseline.json": {"baseline.test.accuracy": {"old": 0.92, "new": 0.92}},
+            # Sorted by file, the baseline's rows would come first: "baseline" < "eval".
+            "metrics/baseline.json": {
+                "baseline.test.accuracy": {"old": 0.92, "new": 0.92},
+                "baseline.validation.accuracy": {"old": 0.9, "new": 0.9},
+            },
         }
     )
     section = metrics_section(metrics, LABELS)
-    shown = {row[1]: row[2:] for row in section.table.rows}
-    assert shown == {
-        "baseline.test.accuracy": ["0.92", "0.92", "0", "+0.0%"],
-        "test.brier": ["absent", "0.1", "", ""],
-        "validation.accuracy": ["0.8", "0.9", "+0.1", "+12.5%"],
-    }
-    assert section.notes == ["The metrics that changed, and the n-gram baseline's; 1 unchanged left out."]
+    # What moved leads the table, in file and key order; the unchanged baseline rows follow.
+    assert [row[1:] for row in section.table.rows] == [
+        ["test.brier", "absent", "0.1", "", ""],
+        ["validation.accuracy", "0.8", "0.9", "+0.1", "+12.5%"],
+        ["baseline.test.accuracy", "0.92", "0.92", "0", "+0.0%"],
+        ["baseline.validation.accuracy", "0.9", "0.9", "0", "+0.0%"],
+    ]
+    assert section.notes == [
+        "2 metrics changed: they come first, then the n-gram baseline's 2 unchanged, for reference; "
+        "1 other unchanged left out."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("diff", "note"),
+    [
+        ({"a": {"old": 1, "new": 1}}, "No metric differs."),
+        ({"baseline.x": {"old": 1, "new": 1}}, "No metric changed; the n-gram baseline's 1 unchanged, for reference."),
+        ({"x": {"old": 1, "new": 2}, "y": {"old": 1, "new": 1}}, "1 metric changed; 1 other unchanged left out."),
+    ],
+)
+def test_metrics_section_says_what_it_shows(diff, note):
+    path = "metrics/baseline.json" if "baseline.x" in diff else "metrics/eval.json"
+    section = metrics_section(rows({path: diff}), LABELS)
+    assert section.notes == [note]
 
 
 def test_a_revision_without_metrics_is_said_once_and_reads_absent():

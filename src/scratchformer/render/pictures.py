@@ -305,36 +305,46 @@ def plotted_weights(probe: dict, head: int) -> dict:
     }
 
 
-@plain_text
-def relevance_figure(rows: list[tuple[str, list[str], list[float]]], marked: int = 3) -> Figure:
-    """One bar chart per text: each token's relevance, the tokens on the axis in reading order.
+CLASS_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+AWAY_COLOUR = "tab:gray"  # with more than two classes, a push away from the label names no one class
 
-    ``rows`` holds ``(title, tokens, relevance)`` per text, special tokens already
-    left out, so there is one bar per token the text is made of. The ``marked``
-    most relevant bars are drawn in red: the tokens `predict` lists first. Relevance is a
-    token's share of the decision, never negative, so no colour means a class; the legend
-    says what red and blue do mean. Titles and tokens are drawn as plain text
+
+@plain_text
+def relevance_figure(rows: list[tuple[str, list[str], list[float], str]], class_names: list[str]) -> Figure:
+    """One bar chart per text: each token's signed relevance, the tokens on the axis in reading order.
+
+    ``rows`` holds ``(title, tokens, relevance, label)`` per text, special tokens already
+    left out, so there is one bar per token the text is made of; relevance is toward
+    ``label`` (the predicted class), so a bar above 0 pushed toward it and one below
+    away from it. A bar takes the colour of the class it pushed toward, the same colour
+    for a class in every chart: with two classes a bar below 0 pushed toward the other
+    class; with more, it is grey (away from ``label``, toward no one class). Each chart's
+    legend names the class of each colour. Titles and tokens are drawn as plain text
     (``parse_math=False``): a review holding ``$`` is not matplotlib mathtext.
     """
     from matplotlib.patches import Patch
 
     if not rows:
         raise ValueError("no text to draw")
-    longest = max(len(tokens) for _, tokens, _ in rows)
+    colour = {name: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, name in enumerate(class_names)}
+    longest = max(len(tokens) for _, tokens, _, _ in rows)
     width = min(40.0, max(6.0, 0.32 * longest + 1.5))  # inches; 40 keeps a 256-token text drawable
     fig, axes = plt.subplots(len(rows), 1, figsize=(width, 2.6 * len(rows)), squeeze=False)
-    for ax, (title, tokens, relevance) in zip(axes[:, 0], rows, strict=True):
-        top = set(np.argsort(-np.asarray(relevance), kind="stable")[:marked].tolist())
-        colors = ["crimson" if i in top else "steelblue" for i in range(len(tokens))]
-        ax.bar(range(len(tokens)), relevance, color=colors)
+    for ax, (title, tokens, relevance, label) in zip(axes[:, 0], rows, strict=True):
+        if label not in colour:
+            raise ValueError(f"label {label!r} of {title!r} is not one of the classes {class_names}")
+        others = [name for name in class_names if name != label]
+        away, away_colour = (
+            (f"toward {others[0]}", colour[others[0]]) if len(others) == 1 else (f"away from {label}", AWAY_COLOUR)
+        )
+        colours = [colour[label] if r >= 0 else away_colour for r in relevance]
+        ax.bar(range(len(tokens)), relevance, color=colours)
+        ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(tokens)), tokens, fontsize=9 if len(tokens) <= 80 else 6, parse_math=False)
         ax.set_xlim(-0.6, len(tokens) - 0.4)
-        ax.set_ylabel("relevance")
+        ax.set_ylabel(f"relevance toward\n{label} (logits)", parse_math=False)
         ax.set_title(title, loc="left", fontsize=10, parse_math=False)
-        legend = [
-            Patch(color="crimson", label=f"the {marked} most relevant tokens (listed first)"),
-            Patch(color="steelblue", label="the other tokens; relevance is a share of the decision, toward no class"),
-        ]
+        legend = [Patch(color=colour[label], label=f"toward {label}"), Patch(color=away_colour, label=away)]
         ax.legend(handles=legend, loc="upper right", fontsize=7, framealpha=0.8)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

@@ -145,22 +145,33 @@ def without_metrics(metrics: list[Row], labels: tuple[str, str]) -> list[str]:
 
 
 def metrics_section(metrics: list[Row], labels: tuple[str, str]) -> Section:
-    """Every metric that changed (acceptance checks are above), and the n-gram baseline's rows always."""
+    """Every metric that changed (acceptance checks are above) first, then the n-gram baseline's unchanged rows.
+
+    What moved is what a reviewer came for: it leads the table, and the baseline's
+    unchanged rows (the reference a change is read against) follow it.
+    """
     section = Section("Metrics", notes=[plain(note) for note in without_metrics(metrics, labels)])
-    shown = [
-        r for r in metrics if not r.key.startswith("acceptance.") and (r.changed or "baseline" in Path(r.path).stem)
-    ]
+    metrics = [r for r in metrics if not r.key.startswith("acceptance.")]
+    moved = [r for r in metrics if r.changed]
+    reference = [r for r in metrics if not r.changed and "baseline" in Path(r.path).stem]
     if not metrics:
         section.notes.append(plain(f"Neither {labels[0]} nor {labels[1]} has metrics."))
-    elif not shown:
+    elif not moved and not reference:
         section.notes.append("No metric differs.")
     else:
-        hidden = sum(not r.key.startswith("acceptance.") for r in metrics) - len(shown)
-        left_out = f"; {hidden} unchanged left out" if hidden else ""
-        section.notes.append(f"The metrics that changed, and the n-gram baseline's{left_out}.")
+        hidden = len(metrics) - len(moved) - len(reference)
+        left_out = f"; {hidden} other unchanged left out" if hidden else ""
+        said = f"{len(moved)} metric{'s' * (len(moved) != 1)} changed" if moved else "No metric changed"
+        if moved and reference:
+            said += ": they come first, then"
+        elif reference:
+            said += ";"
+        if reference:
+            said += f" the n-gram baseline's {len(reference)} unchanged, for reference"
+        section.notes.append(f"{said}{left_out}.")
         section.table = Table(
             ["file", "metric", *labels, "change", "relative"],
-            [[r.path, r.key, cell(r.old), cell(r.new), *change(r.old, r.new)] for r in shown],
+            [[r.path, r.key, cell(r.old), cell(r.new), *change(r.old, r.new)] for r in moved + reference],
         )
     return section
 
