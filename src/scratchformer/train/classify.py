@@ -238,11 +238,8 @@ def epoch_line(record: dict, epochs: int, elapsed: float, first: int) -> str:
     """
     done = record["epoch"] - first + 1
     left = elapsed / done * (epochs - record["epoch"])
-    train_acc = record["train_accuracy"]
-    if isinstance(train_acc, (tuple, list)):
-        train_acc = accuracy(*train_acc)
     return (
-        f"epoch {record['epoch']}/{epochs}  train loss {record['train_loss']:.4f} acc {train_acc:.4f}"
+        f"epoch {record['epoch']}/{epochs}  train loss {record['train_loss']:.4f} acc {record['train_accuracy']:.4f}"
         f"  val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f}"
         f"  {_clock(elapsed)} elapsed, ~{_clock(left)} left"
     )
