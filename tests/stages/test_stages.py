@@ -115,13 +115,11 @@ def test_tokenize_stage_checks_the_probe_before_any_output(tmp_path):
 
 def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     """A blend of Transformers and an NB member: evaluate reports each part's own accuracy beside the blend's."""
-    import numpy as np
     import torch
     from fixtures import tiny_config
 
     from scratchformer.analysis.evaluation import predict_logits
-    from scratchformer.data.tokenization import FlatIds, read_tokenized, write_tokenized
-    from scratchformer.model.checkpoint import save_checkpoint
+    from scratchformer.data.tokenization import read_tokenized
     from scratchformer.model.classifier import Ensemble, TransformerClassifier
     from scratchformer.model.naive_bayes import NBLogistic
     from stages import evaluate
@@ -133,15 +131,7 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
         for p in nb.parameters():
             p.normal_(0, 3.0)  # an NB member that disagrees with the Transformers
     blend = Ensemble(members, nb).eval()
-    g = torch.Generator().manual_seed(0)
-    texts = [torch.randint(5, 30, (int(n),), generator=g).tolist() for n in torch.randint(3, 12, (60,), generator=g)]
-    labels = np.array([i % 2 for i in range(60)])
-    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
-    flat = FlatIds(np.array([t for x in texts for t in x], dtype=np.uint16), offsets, np.diff(offsets))
-    for split in ("validation", "test"):
-        write_tokenized(tmp_path / "tokenized" / split, flat, labels)
-    (tmp_path / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
-    save_checkpoint(tmp_path / "model.pt", blend, tokenizer_max_len=16, class_names=["negative", "positive"])
+    labels = write_scored_model(tmp_path, blend, n=60, seed=0)
     raw, baseline = write_raw_and_baselines(tmp_path, labels)
     params = from_dict({"acceptance": {"validation_accuracy": 0.01}})
     result = evaluate.run(
@@ -159,6 +149,26 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
         assert result["validation"][part]["accuracy"] == pytest.approx(value, abs=1e-12), part
         assert result["validation"][part]["unseen"]["n"] == 50, part
     assert result["validation"]["accuracy"] == pytest.approx(accuracy(blend), abs=1e-12)
+
+
+def write_scored_model(folder, model, n: int, seed: int):
+    """``n`` random tokenized texts as both validation and test, and ``model``'s checkpoint; their labels."""
+    import numpy as np
+    import torch
+
+    from scratchformer.data.tokenization import FlatIds, write_tokenized
+    from scratchformer.model.checkpoint import save_checkpoint
+
+    g = torch.Generator().manual_seed(seed)
+    texts = [torch.randint(5, 30, (int(k),), generator=g).tolist() for k in torch.randint(3, 12, (n,), generator=g)]
+    labels = np.array([i % 2 for i in range(n)])
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
+    flat = FlatIds(np.array([t for x in texts for t in x], dtype=np.uint16), offsets, np.diff(offsets))
+    for split in ("validation", "test"):
+        write_tokenized(folder / "tokenized" / split, flat, labels)
+    (folder / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
+    save_checkpoint(folder / "model.pt", model, tokenizer_max_len=16, class_names=["negative", "positive"])
+    return labels
 
 
 def write_raw_and_baselines(tmp_path, labels) -> tuple[Path, Path]:
@@ -186,25 +196,14 @@ def write_raw_and_baselines(tmp_path, labels) -> tuple[Path, Path]:
 
 def test_evaluate_scores_the_unseen_part_and_compares_with_the_best_baseline(tmp_path):
     """Unseen scores with their n and intervals; the model against the baseline best on unseen validation."""
-    import numpy as np
     import torch
 
     from scratchformer.analysis.scoring import wilson
-    from scratchformer.data.tokenization import FlatIds, write_tokenized
-    from scratchformer.model.checkpoint import save_checkpoint
     from stages import evaluate
 
     torch.manual_seed(0)
     model = TransformerClassifier(tiny_config(), 30)
-    g = torch.Generator().manual_seed(1)
-    texts = [torch.randint(5, 30, (int(n),), generator=g).tolist() for n in torch.randint(3, 12, (40,), generator=g)]
-    labels = np.array([i % 2 for i in range(40)])
-    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
-    flat = FlatIds(np.array([t for x in texts for t in x], dtype=np.uint16), offsets, np.diff(offsets))
-    for split in ("validation", "test"):
-        write_tokenized(tmp_path / "tokenized" / split, flat, labels)
-    (tmp_path / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
-    save_checkpoint(tmp_path / "model.pt", model, tokenizer_max_len=16, class_names=["negative", "positive"])
+    labels = write_scored_model(tmp_path, model, n=40, seed=1)
     raw, baseline = write_raw_and_baselines(tmp_path, labels)
     params = from_dict({"acceptance": {"validation_accuracy": 0.01}, "seed": 5})
     paths = (tmp_path / "model.pt", tmp_path / "tokenized", raw, baseline, tmp_path / "m.json", tmp_path / "c")
