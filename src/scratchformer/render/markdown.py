@@ -20,7 +20,9 @@ def escape(text: str) -> str:
 
 # What Markdown, as GitHub renders it, gives a meaning inline: escapes, code, emphasis, links and
 # images ([ ]), raw HTML and autolinks (< >), entities (&), table cells (|), ~~strike~~ and $math$.
-_ACTIVE = re.compile(r"([\\`*_\[\]<>|~&$])")
+# A run of "_" between two letters or digits cannot open or close emphasis (CommonMark's
+# intraword rule, unlike "*" and "~"), so `validation_accuracy` stays as it is spelt.
+_ACTIVE = re.compile(r"(?P<intraword>(?<=[^\W_])_+(?=[^\W_]))|[\\`*_\[\]<>|~&$]")
 
 
 def plain(text: object) -> str:
@@ -30,7 +32,8 @@ def plain(text: object) -> str:
     it is spelt, it reads as the same characters and cannot format, link, embed HTML or end a
     table cell. A line break becomes a space.
     """
-    return _ACTIVE.sub(r"\\\1", " ".join(str(text).splitlines()))
+    line = " ".join(str(text).splitlines())
+    return _ACTIVE.sub(lambda m: m[0] if m["intraword"] else "\\" + m[0], line)
 
 
 def code(text: object) -> str:
