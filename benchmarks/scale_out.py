@@ -34,12 +34,14 @@ import torch
 
 from scratchformer.config import load_params
 from scratchformer.data.tokenization import TokenizedSplit, read_class_names, read_tokenized
+from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.render import markdown
 from scratchformer.train import distributed
 from scratchformer.train.classify import Classification, fit, seed_everything
-from scratchformer.train.loop import Loop, Settings
+from scratchformer.train.loop import Loop
+from scratchformer.train.optim import Settings
 
 OUT = Path("benchmarks/results/scale_out.json")
 TOKENIZED = Path("data/tokenized")
@@ -66,7 +68,7 @@ def worker(samples: int, out: Path) -> None:
     steps = math.ceil(samples / params.train.batch_size)
     loop = Loop(
         Classification(build(params, vocab_size())),
-        dataclasses.replace(Settings.from_config(params.train), epochs=1),
+        dataclasses.replace(Settings.training(params.train), epochs=1),
         params.seed,
         steps,
         torch.device("cpu"),
@@ -101,7 +103,7 @@ def ddp_overhead(samples: int) -> dict:
 
 def precision_comparison(device_name: str) -> dict:
     params = load_params("params.yaml")
-    device = distributed.pick_device(device_name)
+    device = pick_device(device_name)
     train, validation = read_tokenized(TOKENIZED / "train"), read_tokenized(TOKENIZED / "validation")
     precisions = ["fp32", "bf16"] + (["fp16"] if device.type == "cuda" else [])
     rows = {}

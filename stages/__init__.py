@@ -31,9 +31,31 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+import scratchformer
 from scratchformer.config import Params, UserError, load_params
 
 USER_ERROR_STATUS = 2
+
+
+def stage_code(stage: str, dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
+    """The Python files ``stage`` depends on in ``dvc_yaml`` (folders expanded), as DVC sees them.
+
+    What a training stage's resume key digests as its code
+    (:func:`scratchformer.train.resume.resume_key`). DVC runs a stage from the folder of its
+    ``dvc.yaml``; run from anywhere else (a test, a notebook), the whole library stands in:
+    more than the stage reads, never less.
+    """
+    if not dvc_yaml.is_file():
+        return _python_files(Path(scratchformer.__file__).parent)
+    deps = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))["stages"][stage].get("deps", [])
+    return [p for dep in deps for p in _python_files(dvc_yaml.parent / dep)]
+
+
+def _python_files(root: Path) -> list[Path]:
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    return [p for p in files if p.suffix == ".py"]
 
 
 def run_stage(main: Callable[[], object]) -> None:

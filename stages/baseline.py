@@ -1,26 +1,36 @@
-"""Stage baseline: char n-gram TF-IDF + logistic regression, + a linear SVM, and NB-LR, on the raw splits."""
+"""Stage baseline: char n-gram TF-IDF + logistic regression, + a linear SVM, and NB-LR, on the raw splits.
+
+Scores each on validation and test, whole and on the unseen part (texts not in train),
+and keeps every baseline's predictions for evaluate's paired comparison with the model.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from scratchformer.analysis.baseline import fit_and_score
+from scratchformer.analysis.baseline import BASELINES, fit_and_predict, score_predictions, write_predictions
 from scratchformer.config import Params
 from scratchformer.data.ingest import read_split
+from scratchformer.data.labels import Classes
+from scratchformer.data.splits import in_train
 from scratchformer.files import write_json
 from stages import stage
 
 PARAMS = ("seed", "baseline")
 
 
-def run(params: Params, raw_dir: Path, metrics_path: Path) -> dict:
+def run(params: Params, raw_dir: Path, metrics_path: Path, predictions_dir: Path) -> dict:
+    """``metrics_path``: each baseline's scores; ``predictions_dir``/<split>.parquet: its predicted class ids."""
     others = {name: read_split(raw_dir, name) for name in ("validation", "test")}
     train = read_split(raw_dir, "train")
-    result = {
-        "baseline": fit_and_score(params.baseline, params.seed, train, others),  # logistic regression
-        "svm": fit_and_score(params.baseline, params.seed, train, others, classifier="svm"),
-        "nblr": fit_and_score(params.baseline, params.seed, train, others, classifier="nblr"),
+    num_classes = len(Classes.read(raw_dir / "classes.json"))
+    seen = {name: in_train(train["text"], frame["text"]) for name, frame in others.items()}
+    predicted = {
+        name: fit_and_predict(params.baseline, params.seed, train, others, classifier=classifier)
+        for name, classifier in BASELINES.items()
     }
+    result = {name: score_predictions(p, others, seen, num_classes) for name, p in predicted.items()}
+    write_predictions(predictions_dir, predicted)
     write_json(metrics_path, result)
     return result
 

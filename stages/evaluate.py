@@ -1,5 +1,9 @@
 """Stage evaluate: validation/test scores, confusion data and the acceptance checks.
 
+Each split is scored whole and on its unseen part (texts not in train, read from the raw
+splits), with 95% intervals, and the model is compared review by review with the n-gram
+baseline strongest on unseen validation (``vs_best_baseline``).
+
 Fails, after writing the metrics, when a math check (attention parity, causal leak,
 padding leak) fails: those are properties of the code. Validation accuracy below its
 threshold only clears ``acceptance.passed``: a weak ablation is still a result to compare.
@@ -12,19 +16,34 @@ import json
 from pathlib import Path
 
 from scratchformer.analysis import acceptance
+from scratchformer.analysis.baseline import read_predictions
 from scratchformer.analysis.evaluation import confusion_table, parts, per_class_scores, predict_logits, scores
+from scratchformer.analysis.scoring import split_scores, versus_best
 from scratchformer.config import Params
+from scratchformer.data.ingest import read_column
+from scratchformer.data.splits import in_train
 from scratchformer.data.tokenization import read_class_names, read_tokenized
+from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import load_checkpoint
-from scratchformer.train.distributed import pick_device
 from stages import stage
 
 PARAMS = ("seed", "acceptance", "train.device")
 
 
-def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Path, confusion_dir: Path) -> dict:
-    """Accuracy/F1 on validation and test, confusion data, and the acceptance checks.
+def run(
+    params: Params,
+    model_path: Path,
+    tokenized_dir: Path,
+    raw_dir: Path,
+    baseline_dir: Path,
+    metrics_path: Path,
+    confusion_dir: Path,
+) -> dict:
+    """Accuracy/F1 on validation and test, whole and unseen, against the best baseline; confusion data; checks.
+
+    ``raw_dir``: the raw splits, whose texts say which reviews are in train;
+    ``baseline_dir``: the baselines' predictions (the baseline stage's).
 
     The metrics are written whatever the checks say; then a failed math check raises
     :class:`~scratchformer.analysis.acceptance.AcceptanceError`. Everything runs on the training
@@ -40,18 +59,32 @@ def run(params: Params, model_path: Path, tokenized_dir: Path, metrics_path: Pat
             f"{len(class_names)} ({', '.join(class_names)}); run `dvc repro`"
         )
     splits = {name: read_tokenized(tokenized_dir / name) for name in ("validation", "test")}
+    train_texts = read_column(raw_dir, "train", "text")
+    seen, baselines, predictions = {}, {}, {}
+    for name, split in splits.items():
+        labels = read_column(raw_dir, name, "label").to_numpy()
+        if len(labels) != len(split.labels) or (labels != split.labels.numpy()).any():
+            raise ValueError(f"{raw_dir}/{name}.parquet and {tokenized_dir}/{name} hold other rows; run `dvc repro`")
+        seen[name] = in_train(train_texts, read_column(raw_dir, name, "text"))
+        baselines[name] = read_predictions(baseline_dir, name, len(labels))
+    k = len(class_names)
     blend_parts = parts(model)  # what carries a blend's number (none without an NB member)
     for name, split in splits.items():
         logits = predict_logits(model, split, batch_size=256, device=device)
+        labels, predicted = split.labels.numpy(), logits.argmax(dim=1).numpy()
         s = scores(logits, split.labels)
         result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
+        result[name] |= split_scores(predicted, labels, seen[name], k)
         confusion = confusion_table(logits, split.labels, class_names)
         result[name]["per_class"] = per_class_scores(confusion["counts"], class_names)
         for part, module in blend_parts.items():
-            result[name][part] = {
-                "accuracy": scores(predict_logits(module, split, 256, device), split.labels)["accuracy"]
-            }
+            part_logits = predict_logits(module, split, 256, device)
+            result[name][part] = split_scores(part_logits.argmax(dim=1).numpy(), labels, seen[name], k)
         write_json(confusion_dir / f"{name}.json", confusion)
+        predictions[name] = predicted
+    labels = {name: split.labels.numpy() for name, split in splits.items()}
+    for name, comparison in versus_best(predictions, labels, seen, baselines, params.seed).items():
+        result[name]["vs_best_baseline"] = comparison
     validation = splits["validation"]
     chosen = acceptance.padding_sample(validation.lengths.tolist())
     leak = acceptance.padding_leak(model, [validation.sequence(i) for i in chosen])

@@ -15,7 +15,15 @@ from scratchformer.model.export import folder_config, save_folder
 from scratchformer.render.model_card import model_card
 from stages import stage
 
-PARAMS = ("seed", "data.source", "data.revision", "tokenizer.name", "train", "pretrain.epochs")  # what the card quotes
+PARAMS = (
+    "seed",
+    "data.source",
+    "data.revision",
+    "tokenizer.name",
+    "train",
+    "nb",
+    "pretrain.epochs",
+)  # what the card quotes
 
 
 def read_metrics(path: Path) -> dict:

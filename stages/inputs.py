@@ -1,4 +1,11 @@
-"""Stage inputs: fingerprint the corpus and the tokenizer (runs on every repro; cheap)."""
+"""Stage inputs: fingerprint the corpus and the tokenizer (runs on every repro; cheap).
+
+Being first, it also checks what only a later stage would trip on: that this machine has
+the ``train.device`` and runs its ``train.precision``, and that a hub id can be read (with
+HF_HUB_OFFLINE=1: that it is in the local cache). Every check runs before either file is
+written, and dvc.yaml marks both files ``persist``, so DVC does not delete them before the
+stage runs: a failed check leaves the tracked fingerprints as they were.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,16 @@ from pathlib import Path
 
 from scratchformer.config import Params
 from scratchformer.data.fingerprints import fingerprint
+from scratchformer.device import check_device
 from scratchformer.files import write_json
 from stages import stage
 
-PARAMS = ("data", "tokenizer")  # whole sections: a params.yaml that leaves out a revision key still works
+# data and tokenizer whole: a params.yaml that leaves out a revision key still works
+PARAMS = ("data", "tokenizer", "train.device", "train.precision")
 
 
 def run(params: Params, corpus_path: Path, tokenizer_path: Path) -> dict:
+    check_device(params.train)
     found = {
         "corpus": fingerprint(params.data.source, params.data.revision, "data.source", "dataset"),
         "tokenizer": fingerprint(params.tokenizer.name, params.tokenizer.revision, "tokenizer.name", "model"),

@@ -13,15 +13,16 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from scratchformer.config import Params
 from scratchformer.data.tokenization import load_tokenizer, read_class_names, read_tokenized
+from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import save_checkpoint, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.classify import seed_everything
-from scratchformer.train.distributed import ALONE, World, pick_device, run_ranks
+from scratchformer.train.distributed import ALONE, World, run_ranks
 from scratchformer.train.masked_lm import pretrain
-from scratchformer.train.resume import run_key, stage_code
-from scratchformer.train.run import Run
-from stages import stage
+from scratchformer.train.recording import Recording
+from scratchformer.train.resume import resume_key
+from stages import stage, stage_code
 
 # As dvc.yaml lists them, and what the resume key digests: the loop's device, processes,
 # precision and logging interval are the train section's.
@@ -39,7 +40,7 @@ def run(
 ) -> dict | None:
     """Pretrain (or record that pretraining is off); only rank 0 writes and returns the metrics.
 
-    As in the train stage, a :class:`~scratchformer.train.run.Run` saves the loop's
+    As in the train stage, a :class:`~scratchformer.train.recording.Recording` saves the loop's
     state to ``state_path`` at the end of every epoch: a rerun with the same params
     (``PARAMS``), inputs and code continues from there; the file is removed at the end.
     """
@@ -54,27 +55,27 @@ def run(
     model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
     train_split = read_tokenized(tokenized_dir / "train")
     device = world.place(pick_device(params.train.device))
-    key = run_key(params.select(PARAMS), [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
-    recorded = Run(state_path, key, world)  # no curves: the metrics say how pretraining went
-    recorder = recorded.member()
+    key = resume_key(params.select(PARAMS), [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
+    recording = Recording(state_path, key, world)  # no curves: the metrics say how pretraining went
+    recorder = recording.member()
     metrics = pretrain(
         model,
         train_split,
         params.pretrain,
-        tokenizer.all_special_ids,
-        tokenizer.mask_token_id,
-        params.seed,
-        device,
-        world,
-        params.train,
-        recorder,
-        recorder.resume,
+        special_ids=tokenizer.all_special_ids,
+        mask_id=tokenizer.mask_token_id,
+        seed=params.seed,
+        device=device,
+        world=world,
+        train_config=params.train,
+        recorder=recorder,
+        resume=recorder.resume,
     )
     if not world.main:
         return None
     save_checkpoint(model_path, model.cpu(), pretrained=True)
     write_json(metrics_path, {"pretrain": metrics})
-    recorded.close()  # the outputs are written: nothing left to resume
+    recording.close()  # the outputs are written: nothing left to resume
     return metrics
 
 

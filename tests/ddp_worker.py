@@ -21,7 +21,7 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train import distributed
 from scratchformer.train.classify import fit
-from scratchformer.train.run import Recorder
+from scratchformer.train.recording import Recorder
 
 
 def split(n: int, seed: int) -> TokenizedSplit:
@@ -50,7 +50,7 @@ def train(world: distributed.World, fail_rank: int | None = None, precision: str
 
     # 100 rows in batches of 12: the last batch (4 rows) splits unevenly over 3 ranks.
     config = TrainConfig(epochs=2, batch_size=12, lr=3e-3, precision=precision, log_every=log_every)
-    fit(model, split(100, 0), split(40, 1), config, 0, torch.device("cpu"), Steps(), world=world)
+    fit(model, split(100, 0), split(40, 1), config, 0, torch.device("cpu"), recorder=Steps(), world=world)
     return {"weights": model.state_dict(), "steps": records}
 
 

@@ -68,6 +68,10 @@ def test_device_names_that_are_accepted(device):
         ({"train": {"ensemble": 0}}, "train.ensemble=0 must be >= 1"),
         ({"model": {"ngram_max": 0}}, "model.ngram_max=0 must be >= 1"),
         ({"model": {"ngram_buckets": 0}}, "model.ngram_buckets=0 must be >= 1"),
+        ({"model": {"ngram_buckets": 10**11}}, "model.ngram_buckets=100000000000 is above the limit 16777216"),
+        ({"model": {"ngram_buckets": 1e11}}, "model.ngram_buckets=100000000000.0 must be int, got float"),
+        ({"model": {"ngram_buckets": 2**23, "d_model": 256}}, "x model.d_model=256 is above the limit 268435456"),
+        ({"nb": {"buckets": 2**30}}, "nb.buckets=1073741824 must be in 1..16777216"),
         ({"model": {"ngram_init": -0.5}}, "model.ngram_init=-0.5 must be >= 0"),
         ({"train": {"lr": "fast"}}, "train.lr='fast' must be float, got str"),
         ({"train": {"device": "tpu"}}, "train.device='tpu'"),
@@ -174,12 +178,12 @@ def test_select_reads_sections_and_dotted_keys_and_refuses_others():
 
 
 def test_a_training_stage_resume_key_digests_exactly_the_params_it_declares():
-    from scratchformer.train.resume import run_key
+    from scratchformer.train.resume import resume_key
     from stages import pretrain, train
 
     def digest(stage, **sections):
         params = from_dict({name: dict(values) for name, values in sections.items()})
-        return run_key(params.select(stage.PARAMS), [], [])["data"]
+        return resume_key(params.select(stage.PARAMS), [], [])["data"]
 
     for stage, read, unread in (
         (train, {"train": {"lr": 0.5}}, {"pretrain": {"lr": 0.5}}),
@@ -192,19 +196,19 @@ def test_a_training_stage_resume_key_digests_exactly_the_params_it_declares():
 
 
 @pytest.mark.parametrize(
-    ("train", "message"),
+    ("nb", "message"),
     [
-        ({"distill": 0.5}, r"train\.distill=0\.5 needs a teacher: set train\.nb_ngrams > 0"),
-        ({"nb_ngrams": 3, "nb_role": "teacher"}, r"train\.nb_role='teacher' teacher needs train\.distill > 0"),
-        ({"nb_ngrams": 3, "distill": 1.5}, r"train\.distill=1\.5 must be in \[0, 1\]"),
-        ({"nb_ngrams": 3, "distill": 0.5, "distill_folds": 5}, r"train\.distill_folds=5 needs train\.nb_role teacher"),
-        ({"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5, "distill_folds": 0}, r"train\.distill_folds=0 must"),
+        ({"distill": 0.5}, r"nb\.distill=0\.5 needs a teacher: set nb\.ngrams > 0"),
+        ({"ngrams": 3, "role": "teacher"}, r"nb\.role='teacher' teacher needs nb\.distill > 0"),
+        ({"ngrams": 3, "distill": 1.5}, r"nb\.distill=1\.5 must be in \[0, 1\]"),
+        ({"ngrams": 3, "distill": 0.5, "distill_folds": 5}, r"nb\.distill_folds=5 needs nb\.role teacher"),
+        ({"ngrams": 3, "role": "teacher", "distill": 0.5, "distill_folds": 0}, r"nb\.distill_folds=0 must"),
     ],
 )
-def test_a_teacher_without_a_lesson_or_a_lesson_without_a_teacher_is_refused(train, message):
+def test_a_teacher_without_a_lesson_or_a_lesson_without_a_teacher_is_refused(nb, message):
     with pytest.raises(ConfigError, match=message):
-        from_dict({"train": train})
-    assert from_dict({"train": {"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5}}).train.distill == 0.5
+        from_dict({"nb": nb})
+    assert from_dict({"nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}}).nb.distill == 0.5
 
 
 @pytest.mark.parametrize(

@@ -99,13 +99,30 @@ def answer(
         ]
 
 
+def driving_tokens(p: Prediction) -> str:
+    """The top tokens in two groups by sign: ``toward positive: 净(+0.52) …   toward negative: 差(-0.31) …``.
+
+    Relevance is toward the predicted label, so a negative one pushed away from it: with two
+    classes that is toward the other, named; with more, the group is ``against <label>``.
+    """
+    others = [name for name in p.probabilities if name != p.label]
+    away = f"toward {others[0]}" if len(others) == 1 else f"against {p.label}"
+    groups = []
+    for name, side in (
+        (f"toward {p.label}", [t for t in p.top_tokens if t["relevance"] >= 0]),
+        (away, [t for t in p.top_tokens if t["relevance"] < 0]),
+    ):
+        if side:
+            groups.append(f"{name}: " + " ".join(f"{t['token']}({t['relevance']:+.2f})" for t in side))
+    return "   ".join(groups) or f"toward {p.label}: no token to show"
+
+
 def text_row(row: Row) -> str:
     """Label, probability and text on one line, then the driving tokens (and any caveat) indented below."""
     p = row.prediction
     if p is None:
         return f"error\t-\t{row.text}\n\t{row.error}"
-    tokens = " ".join(f"{t['token']}({t['relevance']:.2f})" for t in p.top_tokens)
-    line = f"{p.label}\t{p.probability:.3f}\t{p.text}\n\tdriven by: {tokens}"
+    line = f"{p.label}\t{p.probability:.3f}\t{p.text}\n\t{driving_tokens(p)}"
     if p.truncated:
         line += f"\n\ttruncated: the model read the first {p.read_tokens} of {p.n_tokens} tokens"
     if p.warning:
@@ -124,12 +141,12 @@ def escape_formula(cell: object) -> object:
 
 
 def csv_row(row: Row, class_names: list[str]) -> list:
-    """The cells under :func:`csv_header`; the driving tokens as ``token:relevance`` pairs, most relevant first."""
+    """The cells under :func:`csv_header`; the driving tokens as ``token:+relevance`` pairs, largest first."""
     p = row.prediction
     if p is None:
         cells = [row.number, row.text, "", "", *("" for _ in class_names), "", "", "", row.error]
     else:
-        tokens = " ".join(f"{t['token']}:{t['relevance']:.4f}" for t in p.top_tokens)
+        tokens = " ".join(f"{t['token']}:{t['relevance']:+.4f}" for t in p.top_tokens)
         probabilities = [p.probabilities[name] for name in class_names]
         cells = [row.number, p.text, p.label, p.probability, *probabilities, tokens, p.truncated, p.warning or "", ""]
     return [escape_formula(cell) for cell in cells]

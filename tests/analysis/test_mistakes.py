@@ -68,7 +68,7 @@ def test_mistakes_are_the_most_confident_wrong_answers_in_order(flipped):
 
 def test_marked_tokens_are_the_most_relevant_by_predicts_relevance(flipped, trained):
     model, tokenizer, split, texts = flipped
-    report = analyse(model, split, tokenizer, ["negative", "positive"], ErrorsConfig(n=5, highlight=2))
+    report = analyse(model, split, tokenizer, ["negative", "positive"], ErrorsConfig(n=10, highlight=4))
     predictor = Predictor(*trained)
     for m in report.mistakes:
         (answer,) = predictor.predict([texts[m.row]], top_k=None)
@@ -77,8 +77,9 @@ def test_marked_tokens_are_the_most_relevant_by_predicts_relevance(flipped, trai
         assert [t.text for t in m.tokens] == [t["token"] for t in by_position]
         assert [t.relevance for t in m.tokens] == pytest.approx([t["relevance"] for t in by_position], abs=2e-4)
         marked = [t for t in m.tokens if t.marked]
-        assert len(marked) == 2
-        assert min(t.relevance for t in marked) >= max(t.relevance for t in m.tokens if not t.marked)
+        assert len(marked) == 4
+        # Marked by magnitude: the tokens that weighed most, whichever way they pushed.
+        assert min(abs(t.relevance) for t in marked) >= max(abs(t.relevance) for t in m.tokens if not t.marked)
 
 
 def test_report_is_bounded_and_deterministic(flipped):
@@ -186,3 +187,12 @@ def test_mistakes_whose_label_looks_wrong_are_marked_and_those_labels_listed(fli
     assert "<h2>Labels that look wrong</h2>" in html_page and html_page.count("(label suspect)") == 2  # row + intro
     with pytest.raises(ValueError, match="label issue row 99 is not in the validation split of 40 rows"):
         analyse(model, split, tokenizer, ["negative", "positive"], config, suspects=[replace(suspects[0], row=99)])
+
+
+def test_class_names_are_text_in_both_pages():
+    tokens = [Token("好", 0.2, True)]
+    names = ("$$ a&amp;b", "x\n| y")
+    report = ErrorReport("validation", 10, 1, [Mistake(4, *names, 0.9, tokens)], [], ErrorsConfig(highlight=1))
+    row = next(line for line in error_report.to_markdown(report).splitlines() if line.startswith("| 1 |"))
+    assert "\\$\\$ a\\&amp;b" in row and "x \\| y" in row and row.count(" | ") == 6  # no math, entity or new row
+    assert "$$ a&amp;amp;b" in error_report.to_html(report)

@@ -25,7 +25,7 @@ def test_predicts_the_fixture_sentiment(trained):
             row.tolist(), abs=5e-5
         )  # printed to 4 decimals
         assert p.probability == max(p.probabilities.values()) and p.probabilities[p.label] == p.probability
-        assert p.top_tokens and p.top_tokens[0]["relevance"] >= p.top_tokens[-1]["relevance"]
+        assert p.top_tokens and abs(p.top_tokens[0]["relevance"]) >= abs(p.top_tokens[-1]["relevance"])
         assert all(t["token"] not in ("[CLS]", "[SEP]") for t in p.top_tokens)
         assert not p.truncated
 
@@ -57,6 +57,23 @@ def test_json_output_and_stdin(trained, capsys, monkeypatch):
         "warning",
     }
     assert set(rows[0]["top_tokens"][0]) == {"token", "position", "relevance"}
+
+
+def test_printed_relevance_says_which_class_each_token_pushed_toward(trained, capsys):
+    model, tokenizer = trained
+    text = "房间很好，服务很差。"  # one clause of each sentiment: its tokens push both ways
+    (answer,) = Predictor(model, tokenizer).predict([text], top_k=None)
+    assert main(["predict", "--top", "100", "--model", str(model), "--tokenizer", str(tokenizer), text]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    other = next(name for name in answer.probabilities if name != answer.label)
+    toward, away = line.strip().split("   ")
+    assert toward.startswith(f"toward {answer.label}: ") and away.startswith(f"toward {other}: ")
+    # Each token in the group of its sign, with that sign, largest magnitude first.
+    pushing = [t for t in answer.top_tokens if t["relevance"] >= 0]
+    against = [t for t in answer.top_tokens if t["relevance"] < 0]
+    assert toward.split(": ")[1].split() == [f"{t['token']}({t['relevance']:+.2f})" for t in pushing]
+    assert away.split(": ")[1].split() == [f"{t['token']}({t['relevance']:+.2f})" for t in against]
+    assert all("(-" in word for word in away.split(": ")[1].split())
 
 
 def test_no_model_is_a_clear_error(tmp_path, capsys):
@@ -143,7 +160,7 @@ def test_plot_draws_one_bar_per_non_special_token(trained, tmp_path, monkeypatch
     expected = [words.tokenize(text) for text in texts]  # the tokens, without [CLS] and [SEP]
     assert drawn == [(tokens, len(tokens)) for tokens in expected]
     printed = capsys.readouterr().out
-    assert printed.count("driven by:") == 2 and all(line.count("(") <= 5 for line in printed.splitlines())
+    assert printed.count("\n\ttoward ") == 2 and all(line.count("(") <= 5 for line in printed.splitlines())
 
 
 @pytest.mark.parametrize(
@@ -226,7 +243,7 @@ def test_stdin_streams_in_bounded_batches_and_answers_before_reading_it_all(trai
         rows = json.loads(printed)  # still one JSON array, written piece by piece
         assert [r["text"] for r in rows] == ["房间很好。", "服务很差。"] * BATCH_SIZE
     else:
-        assert printed.count("driven by:") == 2 * BATCH_SIZE
+        assert printed.count("\n\ttoward ") == 2 * BATCH_SIZE
 
 
 def test_json_streams_the_same_bytes_as_one_dump(trained, capsys):
@@ -370,4 +387,6 @@ def test_plot_draws_dollar_signs_as_plain_text_with_a_legend(trained, tmp_path, 
     assert out.is_file() and len(drawn) == 3
     assert all("$" in ax.get_title(loc="left") for ax in drawn)  # the title as written, not mathtext
     legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in drawn]
-    assert all(len(labels) == 2 and "most relevant" in labels[0] for labels in legends)
+    # Each chart's legend names the class each colour pushes toward.
+    # The first two texts are answered positive, the third negative: the predicted class comes first.
+    assert legends == [["toward positive", "toward negative"]] * 2 + [["toward negative", "toward positive"]]

@@ -45,9 +45,23 @@ def test_offline_and_unpinned_records_no_commit_and_warns(monkeypatch, tmp_path,
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    (tmp_path / "hub" / "models--bert-base-chinese").mkdir(parents=True)  # in the cache: readable offline
     found = fingerprint("bert-base-chinese", "main", "tokenizer.name", "model")
     assert found == {"source": "bert-base-chinese", "revision": "main", "resolved": None}
     assert "not resolved; pin a commit" in caplog.text
+
+
+def test_offline_and_not_in_the_cache_is_named_at_once(monkeypatch, tmp_path):
+    from huggingface_hub import constants
+
+    from scratchformer.data.hub import HubUnreachableError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(HubUnreachableError, match=r"tokenizer\.name: 'bert-base-chinese' is neither a local folder"):
+        fingerprint("bert-base-chinese", "main", "tokenizer.name", "model")
 
 
 def test_unreachable_hub_fails_fast_naming_the_key(monkeypatch, tmp_path):

@@ -5,7 +5,7 @@ from fixtures import LABEL_NAMES, write_corpus, write_rows, write_tokenizer
 
 from scratchformer.config import DataConfig
 from scratchformer.data.hub import HubUnreachableError, check_hub_reachable
-from scratchformer.data.ingest import DataError, load_splits, write_splits
+from scratchformer.data.ingest import DataError, load_corpus, load_splits, write_splits
 from scratchformer.data.tokenization import TokenizedSplit, batches, encode, load_tokenizer
 
 
@@ -71,6 +71,39 @@ def test_missing_label_column(tmp_path):
     write_corpus(tmp_path)
     with pytest.raises(DataError, match=r"train\.tsv: no label column 'polarity'"):
         load(tmp_path, label_column="polarity")
+
+
+def test_labels_that_differ_only_in_case_are_refused_naming_them(tmp_path):
+    rows = [("pos", "很好"), ("neg", "很差"), ("POS", "不错"), ("Neg", "失望"), ("pos", "满意"), ("neg", "糟糕")]
+    for name in ("train", "dev", "test"):
+        write_rows(tmp_path / f"{name}.tsv", rows * 5, "tsv")
+    with pytest.raises(
+        DataError, match=r"labels 'Neg', 'neg' differ only in case \(1 more such groups\) \(in .*train\.tsv"
+    ):
+        load(tmp_path)
+
+
+def test_spaces_around_a_label_are_not_part_of_it(tmp_path, caplog):
+    rows = [("pos", "很好"), ("neg", "很差"), (" pos", "不错"), ("neg\u3000", "失望")]
+    for name in ("train", "dev", "test"):
+        write_rows(tmp_path / f"{name}.jsonl", rows, "jsonl")
+    corpus = load_corpus(DataConfig(source=str(tmp_path)))
+    assert corpus.classes.names == ["neg", "pos"]
+    assert "train.jsonl: 2 labels have spaces around them (first at row 3)" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("train.tsv", "train.csv"), ("dev.tsv", "validation.tsv"), ("test.tsv", "test.parquet")]
+)
+def test_two_files_for_one_split_are_refused_naming_both(tmp_path, first, second):
+    """Reading one and ignoring the other without a word could train on the wrong file."""
+    write_corpus(tmp_path)  # train.tsv, dev.tsv, test.tsv
+    path = tmp_path / second
+    write_rows(path, [(1, "很好"), (0, "很差")], path.suffix[1:])
+    split = {"train": "train", "dev": "validation", "test": "test"}[first.split(".")[0]]
+    with pytest.raises(DataError, match=rf"two files for the {split} split") as err:
+        load(tmp_path)
+    assert str(tmp_path / first) in str(err.value) and str(tmp_path / second) in str(err.value)
 
 
 def replace_line(path, index, line):

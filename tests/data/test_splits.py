@@ -264,3 +264,26 @@ def test_a_class_missing_from_test_is_a_recorded_warning(tmp_path):
     assert report["warnings"] == [
         "class '2' has 0 test rows (train 20, validation 10): test scores do not measure it (at least 10 rows wanted)"
     ]
+
+
+def test_a_text_is_seen_when_it_is_a_train_text_up_to_whitespace_at_its_ends():
+    """The unseen mask: identical text seen, edge whitespace (U+3000, NBSP, tab) ignored, anything inside kept."""
+    import pyarrow as pa
+
+    from scratchformer.data.splits import in_train, leakage
+
+    train = ["房间很好，服务不错。", "\u3000太差了", "一般般"]
+    texts = [
+        "房间很好，服务不错。",  # identical
+        "\u3000房间很好，服务不错。\t",  # only what the normalisation strips differs
+        "太差了\u00a0",  # train has it with a leading ideographic space
+        "房间很好, 服务不错。",  # a comma and a space inside: another text
+        "一般 般",  # whitespace inside is kept
+        "全新的评论",  # new
+    ]
+    mask = in_train(train, texts)
+    assert mask.dtype == bool and mask.tolist() == [True, True, True, False, False, False]
+    assert in_train(pa.chunked_array([train[:1], train[1:]]), pa.array(texts)).tolist() == mask.tolist()
+    found = leakage(pa.chunked_array([train]), [pa.chunked_array([texts]), pa.chunked_array([texts[3:]])])
+    assert found["validation_in_train"] == 3 and found["test_in_train"] == 0  # the count uses the same mask
+    assert found["train_in_validation_or_test"] == 2 and found["train_mask"].to_pylist() == [True, True, False]

@@ -14,6 +14,7 @@ from scratchformer.data.tokenization import (
     load_tokenizer,
     pad_batch,
     read_tokenized,
+    save_tokenizer,
     token_dtype,
     token_stats,
     write_tokenized,
@@ -73,6 +74,21 @@ def test_round_trip_and_same_bytes_twice(tokenizer, tmp_path):
     assert back.labels.tolist() == labels.tolist() and back.labels.dtype == torch.long
     for name in ("tokens.npy", "offsets.npy", "labels.npy"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_the_saved_tokenizer_folder_is_the_same_bytes_whatever_the_temporary_name(tokenizer, tmp_path):
+    """It is written into a randomly named temporary folder, then swapped in: no name of it may stay inside."""
+
+    def files(folder):
+        return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    save_tokenizer(tokenizer, tmp_path / "a")
+    first = files(tmp_path / "a")
+    save_tokenizer(tokenizer, tmp_path / "a")  # over the old folder: another temporary name
+    save_tokenizer(tokenizer, tmp_path / "b")
+    assert files(tmp_path / "a") == first == files(tmp_path / "b")
+    assert "tokenizer.json" in first and not any(b".tmp" in data for data in first.values())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
 
 
 def test_missing_split_files_are_a_clear_error(tmp_path):

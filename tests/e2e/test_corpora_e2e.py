@@ -25,7 +25,8 @@ def repo(tmp_path_factory) -> Path:
     params["tokenizer"].update(name="vocab", max_len=24)
     params["model"].update(d_model=32, n_heads=2, n_layers=1, ff_dim=64, max_len=32)
     # Knobs that touch the number of classes: an ensemble with an NB member, label smoothing, MLM pretraining.
-    params["train"].update(epochs=3, batch_size=16, lr=0.005, ensemble=2, label_smoothing=0.1, nb_ngrams=2)
+    params["train"].update(epochs=3, batch_size=16, lr=0.005, ensemble=2, label_smoothing=0.1)
+    params["nb"].update(ngrams=2)
     params["pretrain"].update(epochs=1)
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5

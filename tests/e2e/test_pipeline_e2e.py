@@ -54,6 +54,9 @@ def commit_project(repo: Path, message: str) -> None:
     run(["git", "config", "user.email", "test@example.com"], repo)
     run(["git", "config", "user.name", "test"], repo)
     run(["dvc", "init", "-q"], repo)
+    (repo / ".dvc" / "plots").mkdir(exist_ok=True)
+    for template in (ROOT / ".dvc" / "plots").glob("*.json"):  # the plot templates dvc.yaml names
+        shutil.copy(template, repo / ".dvc" / "plots" / template.name)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", message], repo)
 
@@ -122,6 +125,12 @@ def test_repro_writes_every_output(repo):
     assert set(evaluation["test"]["per_class"]) == {"negative", "positive"}
     data = json.loads((repo / "metrics" / "data.json").read_text())["data"]
     assert data["rows"] == {"train": 240, "validation": 60, "test": 60} and data["split"] is None
+    baselines = json.loads((repo / "metrics" / "baseline.json").read_text())
+    for split in ("validation", "test"):  # the unseen part: the same mask as the leakage count
+        assert evaluation[split]["unseen"]["n"] == 60 - data["leakage"][f"{split}_in_train"]
+        assert baselines["nblr"][split]["unseen"]["n"] == evaluation[split]["unseen"]["n"]
+        assert evaluation[split]["vs_best_baseline"]["name"] in baselines
+    assert len(pd.read_parquet(repo / "data" / "baseline" / "test.parquet")) == 60
     report = (repo / "plots" / "errors" / "validation.md").read_text(encoding="utf-8")
     assert report.startswith("# Why is it wrong") and "of the 60 validation reviews wrong" in report
     assert "<!DOCTYPE html>" in (repo / "plots" / "errors" / "validation.html").read_text(encoding="utf-8")
@@ -171,8 +180,8 @@ def test_metrics_and_plots_commands_work(repo):
     assert shown["metrics/train.json"]["data"]["epochs"] == 1
     plots = json.loads(run(["dvc", "plots", "show", "--json"], repo))["data"]
     epochs = plots["Accuracy per epoch"][0]["content"]["data"]["values"]
-    files = {row["filename::field"] for row in epochs}
-    assert files == {"val_accuracy.tsv::val_accuracy", "train_accuracy.tsv::train_accuracy"}
+    files = {(row["filename"], row["field"]) for row in epochs}  # the epochs template's fields
+    assert files == {("val_accuracy.tsv", "val_accuracy"), ("train_accuracy.tsv", "train_accuracy")}
     val = [float(row["val_accuracy"]) for row in epochs if "val_accuracy" in row]
     assert val == [json.loads((repo / "metrics" / "train.json").read_text())["best_val_accuracy"]]
     steps = plots["Training loss per step"][0]["content"]["data"]["values"]
@@ -212,7 +221,8 @@ def test_a_failed_math_check_fails_evaluate_after_writing_metrics(repo, tmp_path
     params["acceptance"]["attention_max_abs_err"] = 1e-12  # below float32 rounding: must fail
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
     cmd = [sys.executable, "-m", "stages.evaluate", "--params", str(tmp_path / "params.yaml")]
-    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized"]
+    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized", "--raw", "data/raw"]
+    cmd += ["--baseline", "data/baseline"]
     cmd += ["--metrics", str(tmp_path / "eval.json"), "--confusion", str(tmp_path / "confusion")]
     result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
     assert result.returncode != 0

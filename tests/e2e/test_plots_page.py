@@ -70,7 +70,8 @@ def test_curves_name_their_axes(page):
     titles = {}
     for spec in specs:
         axes = {"x": set(), "y": set()}
-        for node in [spec, *spec["layer"], *(inner for layer in spec["layer"] for inner in layer.get("layer", []))]:
+        layers = spec.get("layer", [])
+        for node in [spec, *layers, *(inner for layer in layers for inner in layer.get("layer", []))]:
             for axis in axes:
                 if "title" in node.get("encoding", {}).get(axis, {}):
                     axes[axis].add(node["encoding"][axis]["title"])
@@ -81,6 +82,21 @@ def test_curves_name_their_axes(page):
         "Accuracy per epoch": {"x": {"epoch"}, "y": {"accuracy"}},
         "Loss per epoch": {"x": {"epoch"}, "y": {"cross-entropy loss"}},
     }
+
+
+@pytest.mark.slow
+def test_epoch_curves_tick_whole_epochs_and_name_train_and_validation_in_colour(page):
+    vl_convert = pytest.importorskip("vl_convert")
+    specs = {spec["title"]["text"]: spec for spec in map(json.loads, re.findall(r"var spec = (\{.*\});\n", page))}
+    for title in ("Accuracy per epoch", "Loss per epoch"):
+        svg = vl_convert.vegalite_to_svg(json.dumps(specs[title]))
+        labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+        assert {"train", "validation"} <= set(labels), f"{title}: legend {labels}"
+        assert not [label for label in labels if ".tsv" in label or "::" in label], f"{title}: file names in {labels}"
+        ticks = [label for label in labels if re.fullmatch(r"\d+(\.\d+)?", label) and float(label) >= 1]
+        assert ticks and all(float(t).is_integer() for t in ticks), f"{title}: epoch ticks {ticks}"
+        colours = set(re.findall(r'<path[^>]*aria-roledescription="line mark"[^>]*stroke="(#[0-9a-f]{6})"', svg))
+        assert len(colours) == 2, f"{title}: train and validation lines share a colour ({colours})"
 
 
 def test_offline_template_is_current():

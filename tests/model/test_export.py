@@ -110,9 +110,9 @@ def test_the_card_says_what_an_nb_member_or_teacher_contributed(tmp_path):
     blend = model_card({**config, "nb": {"max_n": 3, "buckets": 64}}, 10, from_dict({}), evaluation, {})
     assert "Half of every answer is the n-gram member's" in blend
     assert "the n-gram member alone scores 0.9280, the Transformer part alone 0.9180, the blend 0.9300" in blend
-    taught = from_dict({"train": {"nb_ngrams": 3, "nb_role": "teacher", "distill": 0.5}})
+    taught = from_dict({"nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}})
     alone = model_card({**config, "members": 1, "nb": None}, 10, taught, {"validation": parts}, {})
-    assert "taught it during training (train.distill 0.5" in alone and "Half of every answer" not in alone
+    assert "taught it during training (nb.distill 0.5" in alone and "Half of every answer" not in alone
     local = model_card({**config, "nb": None}, 10, from_dict({"data": {"source": str(tmp_path)}}), {}, {})
     assert "datasets" not in yaml.safe_load(local.split("---\n")[1])  # a local folder names no dataset
 
@@ -229,3 +229,62 @@ def test_a_checkpoint_given_as_a_folder_says_how_to_load_it(trained):
         Predictor.from_pretrained(model_path)
     with pytest.raises(ValueError, match="give the tokenizer folder too"):
         Predictor(model_path)
+
+
+HOSTILE_NAMES = ["neg|ative", "<script>alert(1)</script>", "**b** [x](javascript:y) $$ ~~s~~ &amp;", "a\n---\nb: 1"]
+SMALL = {"tokenizer_max_len": 24, "vocab_size": 30, "members": 1, "nb": None}
+SMALL["model"] = {"d_model": 32, "n_heads": 2, "n_layers": 1, "ff_dim": 64, "norm": "pre"}
+SMALL["model"] |= {"positional": "sinusoidal", "pooling": "mean"}
+
+
+def front_matter(card: str) -> tuple[dict, str]:
+    """The card's YAML block, parsed, and the rest: the block ends at the first ``---`` line after the first."""
+    lines = card.split("\n")
+    assert lines[0] == "---"
+    end = lines.index("---", 1)
+    return yaml.safe_load("\n".join(lines[1:end])), "\n".join(lines[end + 1 :])
+
+
+def test_the_card_escapes_class_names_and_param_values(tmp_path):
+    source = tmp_path / "we<ird>|*data*"
+    source.mkdir()
+    params = from_dict({"data": {"source": str(source)}, "tokenizer": {"name": "x`y"}})
+    card = model_card({**SMALL, "class_names": HOSTILE_NAMES}, 10, params, EVAL, {})
+    header, body = front_matter(card)
+    assert header["language"] == "zh" and header["model-index"][0]["results"][0]["dataset"]["type"] == "local"
+    assert "<script>" not in card and "\\<script\\>" in body  # shown as text, never as HTML
+    assert "[x](javascript" not in body and "\\*\\*b\\*\\*" in body and "\\$\\$" in body and "\\&amp;" in body
+    assert "neg\\|ative" in body and "|ative" not in body.replace("\\|ative", "")  # no cell ends inside a name
+    assert "\n---\n" not in body and "\nb: 1" not in body  # the name's line breaks are spaces, nothing ends a block
+    rows = [line for line in body.splitlines() if line.startswith("| classes |")]
+    assert len(rows) == 1 and rows[0].count(" | ") == 1 and rows[0].replace("\\|", "").count("|") == 3
+    assert "``x`y``" in body  # the tokenizer's name, verbatim in a code span its backtick cannot close
+    assert str(tmp_path) not in card and "a local folder (we\\<ird\\>\\|\\*data\\*)" in body
+
+
+def test_the_card_front_matter_holds_the_hubs_model_index(folder):
+    header, _ = front_matter((folder / "README.md").read_text(encoding="utf-8"))
+    (index,) = header["model-index"]
+    assert index["name"] == "scratchformer"
+    validation, test = index["results"]
+    assert validation["task"]["type"] == "text-classification"
+    assert validation["dataset"] == {
+        "name": "lansinuote/ChnSentiCorp",
+        "type": "lansinuote/ChnSentiCorp",
+        "split": "validation",
+    }
+    assert validation["metrics"][0] == {"type": "accuracy", "value": 0.875, "name": "validation accuracy"}
+    assert validation["metrics"][1]["type"] == "f1" and validation["metrics"][1]["value"] == 0.87
+    assert test["dataset"]["split"] == "test" and test["metrics"][0]["value"] == 0.8125
+    hub = model_card({**SMALL, "class_names": ["a", "b"]}, 10, from_dict({"data": {"source": "own/er: x #y"}}), {}, {})
+    header, _ = front_matter(hub)
+    assert header["datasets"] == ["own/er: x #y"] and "model-index" not in header  # nothing evaluated: no index
+
+
+def test_the_card_says_which_data_revision_it_can_know(tmp_path):
+    names = {**SMALL, "class_names": ["a", "b"]}
+    local = model_card(names, 10, from_dict({"data": {"source": str(tmp_path)}}), EVAL, {})
+    assert "the newest" not in local and "| revision | none: a local folder has no hub revision" in local
+    assert "the newest when the pipeline ran" in model_card(names, 10, from_dict({}), EVAL, {})
+    pinned = from_dict({"data": {"revision": "0123abc"}})
+    assert "| revision | 0123abc |" in model_card(names, 10, pinned, EVAL, {})

@@ -7,7 +7,7 @@ import torch
 from test_classifier import VOCAB, make, sentences
 
 from scratchformer.analysis.acceptance import padding_leak
-from scratchformer.config import from_dict
+from scratchformer.config import NBConfig
 from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.classifier import Ensemble
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
@@ -122,9 +122,8 @@ def test_an_out_of_fold_teacher_answers_no_text_from_memory():
     train = TokenizedSplit.from_sequences(texts, labels)
     accuracy = {}
     for k in (1, 4):
-        teach = {"nb_ngrams": 3, "nb_buckets": 4096, "nb_role": "teacher", "distill": 0.5, "distill_folds": k}
-        params = from_dict({"model": {"num_classes": 2}, "train": teach})
-        nb, accuracy[k], _ = fit_nb(params, train, train, Vocabulary())
+        teach = NBConfig(ngrams=3, buckets=4096, role="teacher", distill=0.5, distill_folds=k)
+        nb, accuracy[k], _ = fit_nb(teach, 2, Vocabulary(), train_split=train, val_split=train)
         assert isinstance(nb, OutOfFold) == (k > 1)
     assert accuracy[1] > 0.95  # in sample: the labels, memorised
     assert 0.35 < accuracy[4] < 0.65  # out of fold: chance, as on any text it never saw

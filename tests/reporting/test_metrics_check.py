@@ -29,6 +29,25 @@ def test_counts_and_their_fractions_are_exact():
         assert tolerance_for(key) is None, key
 
 
+def test_unseen_scores_and_their_intervals_are_exact():
+    """Functions of the predictions alone: counts, Wilson's closed form, a seeded bootstrap of the same predictions."""
+    for key in (
+        "validation.unseen.accuracy",
+        "validation.unseen.f1",
+        "validation.unseen.n",
+        "validation.accuracy_ci95.lo",
+        "test.unseen.accuracy_ci95.hi",
+        "validation.nb.unseen.accuracy_ci95.lo",
+        "test.vs_best_baseline.name",
+        "test.vs_best_baseline.delta",
+        "validation.vs_best_baseline.ci95.lo",
+        "nblr.test.unseen.accuracy_ci95.hi",
+    ):
+        assert tolerance_for(key) is None, key
+    moved = diff(**{"validation.vs_best_baseline.ci95.lo": (-0.0081, -0.0093), "test.unseen.n": (869, 869)})
+    assert keys(compare(moved, THRESHOLDS)[0]) == ["validation.vs_best_baseline.ci95.lo"]
+
+
 def test_measured_floats_have_a_tolerance():
     for key in ("validation.loss", "best_val_loss", "grad_norm_median", "acceptance.padding_leak", "clipped_fraction"):
         assert tolerance_for(key) is not None, key

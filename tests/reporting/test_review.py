@@ -2,6 +2,7 @@
 
 import ast
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_acceptance_reads_a_threshold_change_and_a_check_without_one():
     assert by_check["speed"][3:] == ["absent", "no threshold in params"]
 
 
-def test_metrics_section_shows_changes_and_baseline_rows_and_hides_the_rest():
+def test_metrics_section_shows_changes_first_then_baseline_rows_and_hides_the_rest():
     metrics = rows(
         {
             "metrics/eval.json": {
@@ -93,17 +94,39 @@ def test_metrics_section_shows_changes_and_baseline_rows_and_hides_the_rest():
                 "acceptance.passed": {"old": True, "new": True},
                 "test.brier": {"old": None, "new": 0.1},  # a metric the older revision did not have
             },
-            "metrics/baseline.json": {"baseline.test.accuracy": {"old": 0.92, "new": 0.92}},
+            # Sorted by file, the baseline's rows would come first: "baseline" < "eval".
+            "metrics/baseline.json": {
+                "baseline.test.accuracy": {"old": 0.92, "new": 0.92},
+                "baseline.validation.accuracy": {"old": 0.9, "new": 0.9},
+            },
         }
     )
     section = metrics_section(metrics, LABELS)
-    shown = {row[1]: row[2:] for row in section.table.rows}
-    assert shown == {
-        "baseline.test.accuracy": ["0.92", "0.92", "0", "+0.0%"],
-        "test.brier": ["absent", "0.1", "", ""],
-        "validation.accuracy": ["0.8", "0.9", "+0.1", "+12.5%"],
-    }
-    assert section.notes == ["The metrics that changed, and the n-gram baseline's; 1 unchanged left out."]
+    # What moved leads the table, in file and key order; the unchanged baseline rows follow.
+    assert [row[1:] for row in section.table.rows] == [
+        ["test.brier", "absent", "0.1", "", ""],
+        ["validation.accuracy", "0.8", "0.9", "+0.1", "+12.5%"],
+        ["baseline.test.accuracy", "0.92", "0.92", "0", "+0.0%"],
+        ["baseline.validation.accuracy", "0.9", "0.9", "0", "+0.0%"],
+    ]
+    assert section.notes == [
+        "2 metrics changed: they come first, then the n-gram baseline's 2 unchanged, for reference; "
+        "1 other unchanged left out."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("diff", "note"),
+    [
+        ({"a": {"old": 1, "new": 1}}, "No metric differs."),
+        ({"baseline.x": {"old": 1, "new": 1}}, "No metric changed; the n-gram baseline's 1 unchanged, for reference."),
+        ({"x": {"old": 1, "new": 2}, "y": {"old": 1, "new": 1}}, "1 metric changed; 1 other unchanged left out."),
+    ],
+)
+def test_metrics_section_says_what_it_shows(diff, note):
+    path = "metrics/baseline.json" if "baseline.x" in diff else "metrics/eval.json"
+    section = metrics_section(rows({path: diff}), LABELS)
+    assert section.notes == [note]
 
 
 def test_a_revision_without_metrics_is_said_once_and_reads_absent():
@@ -316,7 +339,7 @@ def test_metrics_absent_at_one_revision_read_absent_through_dvc(tmp_path, monkey
     first = write_review("HEAD~2", "HEAD~1", Path("review"))
     assert first.warnings == ["HEAD~2 has no metrics: every metric reads absent there."]
     md = Path("review/report.md").read_text(encoding="utf-8")
-    assert "| validation_accuracy | absent | 0.6 | ≥ 0.5 | passing (absent in HEAD~2) |" in md
+    assert "| validation_accuracy | absent | 0.6 | ≥ 0.5 | passing (absent in HEAD\\~2) |" in md
 
     write_review("HEAD~1", "HEAD", Path("review"))
     md = Path("review/report.md").read_text(encoding="utf-8")
@@ -405,3 +428,32 @@ def test_pictures_dvc_reports_under_commit_ids_are_shown_under_the_names_given(t
     (shown,) = confusion.pictures
     assert dict(shown.panels)["lr-sweep-1"] is not None  # the base's picture, found by its name
     assert (tmp_path / "images" / dict(shown.panels)["lr-sweep-1"]).read_bytes() == picture.read_bytes()
+
+
+HOSTILE = "<img src=x onerror=alert(1)> **b** [l](javascript:x) $$ | `tick` a_b_c _em_\nnext"
+
+
+def test_param_values_keys_and_revision_names_are_shown_as_text_in_markdown_and_html(tmp_path):
+    from scratchformer.reporting.page import Report
+
+    labels = ("main", "exp_<b>|*x*")
+    params = rows({"params.yaml": {"data.source": {"old": "lansinuote/ChnSentiCorp", "new": HOSTILE}}})
+    params.append(Row("params.yaml", "data.label_names.<i>", None, "|`x`|"))
+    metrics = rows({"metrics/eval.json": {"acceptance.passed": {"old": True, "new": False}, "odd`key": {"new": 1}}})
+    report = Report(
+        "Review: main → exp_<b>|*x*",
+        [acceptance_section(metrics, params, labels), params_section(params, labels), metrics_section([], labels)],
+    )
+    md = to_markdown(report)
+    assert not re.search(r"(?<!\\)[<>\[\]$]", md) and not re.search(r"(?<!\\)\*\*b", md)  # every one escaped
+    assert (
+        "\\<img src=x onerror=alert(1)\\> \\*\\*b\\*\\* \\[l\\](javascript:x) \\$\\$ \\| \\`tick\\` a_b_c \\_em\\_ next"
+        in md
+    )
+    table = [line for line in md.splitlines() if line.startswith("| params.yaml |")]
+    assert len(table) == 2 and all(line.replace("\\|", "").count("|") == 5 for line in table)  # four cells each
+    assert "exp\\_\\<b\\>\\|\\*x\\*" in md  # the revision's name in the header, title and notes
+    page = to_html(report, tmp_path)
+    assert "<img" not in page and "<b>" not in page and "<i>" not in page and "\\" not in page  # no backslash shown
+    assert "&lt;img src=x onerror=alert(1)&gt; **b** [l](javascript:x) $$ | `tick` a_b_c _em_" in page
+    assert "exp_&lt;b&gt;|*x*" in page and "<strong><code>acceptance.passed</code>" in page

@@ -116,13 +116,11 @@ def test_tokenize_stage_checks_the_probe_before_any_output(tmp_path):
 
 def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     """A blend of Transformers and an NB member: evaluate reports each part's own accuracy beside the blend's."""
-    import numpy as np
     import torch
     from fixtures import tiny_config
 
     from scratchformer.analysis.evaluation import predict_logits
-    from scratchformer.data.tokenization import FlatIds, read_tokenized, write_tokenized
-    from scratchformer.model.checkpoint import save_checkpoint
+    from scratchformer.data.tokenization import read_tokenized
     from scratchformer.model.classifier import Ensemble, TransformerClassifier
     from scratchformer.model.naive_bayes import NBLogistic
     from stages import evaluate
@@ -134,17 +132,12 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
         for p in nb.parameters():
             p.normal_(0, 3.0)  # an NB member that disagrees with the Transformers
     blend = Ensemble(members, nb).eval()
-    g = torch.Generator().manual_seed(0)
-    texts = [torch.randint(5, 30, (int(n),), generator=g).tolist() for n in torch.randint(3, 12, (60,), generator=g)]
-    labels = np.array([i % 2 for i in range(60)])
-    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
-    flat = FlatIds(np.array([t for x in texts for t in x], dtype=np.uint16), offsets, np.diff(offsets))
-    for split in ("validation", "test"):
-        write_tokenized(tmp_path / "tokenized" / split, flat, labels)
-    (tmp_path / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
-    save_checkpoint(tmp_path / "model.pt", blend, tokenizer_max_len=16, class_names=["negative", "positive"])
+    labels = write_scored_model(tmp_path, blend, n=60, seed=0)
+    raw, baseline = write_raw_and_baselines(tmp_path, labels)
     params = from_dict({"acceptance": {"validation_accuracy": 0.01}})
-    result = evaluate.run(params, tmp_path / "model.pt", tmp_path / "tokenized", tmp_path / "m.json", tmp_path / "c")
+    result = evaluate.run(
+        params, tmp_path / "model.pt", tmp_path / "tokenized", raw, baseline, tmp_path / "m.json", tmp_path / "c"
+    )
 
     split = read_tokenized(tmp_path / "tokenized" / "validation")
 
@@ -155,14 +148,89 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     assert own["nb"] != own["transformers"]  # the case is one where the parts differ
     for part, value in own.items():
         assert result["validation"][part]["accuracy"] == pytest.approx(value, abs=1e-12), part
+        assert result["validation"][part]["unseen"]["n"] == 50, part
     assert result["validation"]["accuracy"] == pytest.approx(accuracy(blend), abs=1e-12)
+
+
+def write_scored_model(folder, model, n: int, seed: int):
+    """``n`` random tokenized texts as both validation and test, and ``model``'s checkpoint; their labels."""
+    import numpy as np
+    import torch
+
+    from scratchformer.data.tokenization import FlatIds, write_tokenized
+    from scratchformer.model.checkpoint import save_checkpoint
+
+    g = torch.Generator().manual_seed(seed)
+    texts = [torch.randint(5, 30, (int(k),), generator=g).tolist() for k in torch.randint(3, 12, (n,), generator=g)]
+    labels = np.array([i % 2 for i in range(n)])
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
+    flat = FlatIds(np.array([t for x in texts for t in x], dtype=np.uint16), offsets, np.diff(offsets))
+    for split in ("validation", "test"):
+        write_tokenized(folder / "tokenized" / split, flat, labels)
+    (folder / "tokenized" / "meta.json").write_text(json.dumps({"class_names": ["negative", "positive"]}))
+    save_checkpoint(folder / "model.pt", model, tokenizer_max_len=16, class_names=["negative", "positive"])
+    return labels
+
+
+def write_raw_and_baselines(tmp_path, labels) -> tuple[Path, Path]:
+    """Raw splits whose first 10 validation and test texts are train texts, and two baselines' predictions."""
+    import numpy as np
+    import pandas as pd
+
+    from scratchformer.analysis.baseline import write_predictions
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    train = [f"train review {i}" for i in range(20)]
+    pd.DataFrame({"text": train, "label": [i % 2 for i in range(20)]}).to_parquet(raw / "train.parquet")
+    for split in ("validation", "test"):
+        texts = [f" {t}\u3000" for t in train[:10]] + [f"{split} review {i}" for i in range(len(labels) - 10)]
+        pd.DataFrame({"text": texts, "label": labels}).to_parquet(raw / f"{split}.parquet")
+    always, never = np.asarray(labels), 1 - np.asarray(labels)
+    predicted = {
+        "weak": {s: never for s in ("validation", "test")},
+        "strong": {s: always for s in ("validation", "test")},
+    }
+    write_predictions(tmp_path / "baseline", predicted)
+    return raw, tmp_path / "baseline"
+
+
+def test_evaluate_scores_the_unseen_part_and_compares_with_the_best_baseline(tmp_path):
+    """Unseen scores with their n and intervals; the model against the baseline best on unseen validation."""
+    import torch
+
+    from scratchformer.analysis.scoring import wilson
+    from stages import evaluate
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(tiny_config(), 30)
+    labels = write_scored_model(tmp_path, model, n=40, seed=1)
+    raw, baseline = write_raw_and_baselines(tmp_path, labels)
+    params = from_dict({"acceptance": {"validation_accuracy": 0.01}, "seed": 5})
+    paths = (tmp_path / "model.pt", tmp_path / "tokenized", raw, baseline, tmp_path / "m.json", tmp_path / "c")
+    result = evaluate.run(params, *paths)
+
+    for split in ("validation", "test"):
+        scores = result[split]
+        unseen = scores["unseen"]
+        assert unseen["n"] == 30  # the 10 copies of train texts (stripped of edge whitespace) are seen
+        right = round(unseen["accuracy"] * 30)
+        assert unseen["accuracy_ci95"] == wilson(right, 30)
+        assert scores["accuracy_ci95"] == wilson(round(scores["accuracy"] * 40), 40)
+        versus = scores["vs_best_baseline"]
+        assert versus["name"] == "strong"  # right on every review: the best on unseen validation
+        assert versus["delta"] == (right - 30) / 30
+        assert versus["ci95"]["lo"] <= versus["delta"] <= versus["ci95"]["hi"] <= 0
+    assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(result))
+    evaluate.run(params, *paths[:4], tmp_path / "again.json", tmp_path / "c")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "m.json").read_bytes()  # byte-identical rerun
 
 
 @pytest.mark.parametrize("folds", [1, 3])
 def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_path, monkeypatch, folds):
-    """train.nb_role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone.
+    """nb.role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone.
 
-    With train.distill_folds 3 the teacher is three models, fit out of fold.
+    With nb.distill_folds 3 the teacher is three models, fit out of fold.
     """
     import torch
 
@@ -176,14 +244,15 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
     (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
     model = {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32}
-    train_params = {"epochs": 1, "batch_size": 16, "ensemble": 2, "nb_ngrams": 2, "nb_role": "teacher", "distill": 0.5}
-    train_params["distill_folds"] = folds
+    train_params = {"epochs": 1, "batch_size": 16, "ensemble": 2}
+    nb = {"ngrams": 2, "role": "teacher", "distill": 0.5, "distill_folds": folds}
     params = from_dict(
         {
             "data": {"source": "corpus"},
             "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
             "model": model,
             "train": train_params,
+            "nb": nb,
             "probe": {"text": "房间很差。", "query_token": "差"},
         }
     )
@@ -193,11 +262,11 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     taught = []
     member = ensemble.train_member
 
-    def spied(k, *args, teacher):
-        taught.append(teacher)
-        return member(k, *args, teacher=teacher)
+    def spied(k, **kwargs):
+        taught.append(kwargs["teacher"])
+        return member(k, **kwargs)
 
-    monkeypatch.setattr(train, "train_member", spied)
+    monkeypatch.setattr(ensemble, "train_member", spied)
     out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
     inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
     metrics = train.run(params, *inputs, *out.values())

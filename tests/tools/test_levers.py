@@ -46,7 +46,7 @@ def test_levers_are_grouped_by_name_and_measured_against_the_control_and_nblr():
     table = {r[0]: r for r in rows(levers_table(records))}
     assert set(table) == {"`kd`", "`tf1`"}
     kd, tf1 = table["`kd`"], table["`tf1`"]
-    assert kd[1] == "`train.distill=0.5`" and tf1[1] == "`train.epochs=7`"  # kd against tf1; tf1 against defaults
+    assert kd[1] == "`nb.distill=0.5`" and tf1[1] == "`train.epochs=7`"  # kd against tf1; tf1 against defaults
     assert kd[3] == "0.9300 ± 0.0000" and kd[4] == "0.9400 ± 0.0141"
     assert kd[5] == "+0.0300 / +0.0250"
     assert kd[7] == "yes" and tf1[7] == "no"  # 0.93/0.94 clears NB-LR's 0.92/0.93; 0.90/0.915 does not
@@ -72,13 +72,13 @@ def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
     from tools.docs.levers import recipe_line
 
     records = lever_records(experiments(sweep()))
-    line = recipe_line(records, "transformer", {"train.epochs": 7, "train.distill": 0.5, "train.ensemble": 1})
+    line = recipe_line(records, "transformer", {"train.epochs": 7, "nb.distill": 0.5, "train.ensemble": 1})
     assert "over seeds 42, 52: validation 0.9300 ± 0.0000, test 0.9400 ± 0.0141" in line
     assert line.endswith("against NB-LR's 0.9200 / 0.9300: above NB-LR on both splits.")
     one = recipe_line(
         [r for r in records if r["seed"] == 42],
         "transformer",
-        {"train.epochs": 7, "train.distill": 0.5, "train.ensemble": 1},
+        {"train.epochs": 7, "nb.distill": 0.5, "train.ensemble": 1},
     )
     assert "over seed 42: validation 0.9300, test " in one
     below = recipe_line(records, "tf", {"train.epochs": 7})
@@ -91,10 +91,10 @@ def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_ti
     from tools.docs.levers import recipe_line, timing_sentence
 
     records = lever_records(experiments(sweep()))
-    recipe = {"train.epochs": 7, "train.distill": 0.5, "train.ensemble": 1}
+    recipe = {"train.epochs": 7, "nb.distill": 0.5, "train.ensemble": 1}
     timing = {
         "recipe": "transformer",
-        "settings": ["train.epochs=7", "train.distill=0.5", "train.ensemble=1"],
+        "settings": ["train.epochs=7", "nb.distill=0.5", "train.ensemble=1"],
         "seed": 42,
         "seconds": 690.0,
         "cpus": 2,

@@ -7,7 +7,14 @@ from scratchformer.reporting import recipes
 from scratchformer.reporting.experiments import experiments, workspace_metrics
 from scratchformer.reporting.page import fmt
 from tools.docs.ablations import ablation_groups, ablation_rows, ablation_tables
-from tools.docs.results import comparison_table, members_line, recipe_block, recipe_drift, results_table
+from tools.docs.results import (
+    comparison_table,
+    members_line,
+    recipe_block,
+    recipe_drift,
+    results_table,
+    unseen_block,
+)
 
 ROOT = Path(__file__).parents[2]
 
@@ -82,6 +89,47 @@ def test_results_table_comes_from_the_metrics():
     assert "| acceptance passed | true |" in table
 
 
+def scored(acc, lo, hi, unseen, n):
+    """A split's scores as evaluate and the baseline stage write them (the unseen interval is unseen ± 0.02)."""
+    return {
+        "accuracy": acc,
+        "accuracy_ci95": {"lo": lo, "hi": hi},
+        "unseen": {"accuracy": unseen, "n": n, "accuracy_ci95": {"lo": unseen - 0.02, "hi": unseen + 0.02}},
+    }
+
+
+def test_the_unseen_table_shows_every_run_whole_and_unseen_with_intervals():
+    versus = {"name": "nblr", "delta": -0.0081, "ci95": {"lo": -0.0302, "hi": 0.0139}}
+    evaluation = {
+        "validation": {**scored(0.9, 0.88, 0.92, 0.87, 862), "vs_best_baseline": versus},
+        "test": {**scored(0.91, 0.89, 0.93, 0.88, 869), "vs_best_baseline": {**versus, "delta": 0.0023}},
+    }
+    baselines = {
+        name: {"validation": scored(0.92, 0.9, 0.94, v, 862), "test": scored(0.93, 0.91, 0.95, v, 869)}
+        for name, v in (("baseline", 0.8933), ("svm", 0.8944), ("nblr", 0.9037))
+    }
+    shown = {
+        "": {
+            "data": {
+                "metrics/eval.json": {"data": evaluation},
+                "metrics/baseline.json": {"data": baselines},
+            }
+        }
+    }
+    block = unseen_block(workspace_metrics(shown))
+    lines = block.splitlines()
+    assert lines[0] == ("| run | validation (all) | validation unseen (n = 862) | test (all) | test unseen (n = 869) |")
+    assert (
+        lines[2]
+        == "| model (params.yaml) | 0.9 [0.88, 0.92] | 0.87 [0.85, 0.89] | 0.91 [0.89, 0.93] | 0.88 [0.86, 0.9] |"
+    )
+    nblr = next(line for line in lines if "NB-LR" in line)
+    assert "| 0.9037 [0.8837, 0.9237] |" in nblr
+    assert len([line for line in lines if line.startswith("| char")]) == 3  # every baseline
+    assert "validation -0.0081 [-0.0302, +0.0139]; test +0.0023 [-0.0302, +0.0139]" in lines[-1]
+    assert "NB-LR" in lines[-1]
+
+
 def test_experiments_are_flattened():
     records = experiments(exp_show())
     assert [r["name"] for r in records] == ["abc1234", "post6", "best", "wide"]
@@ -153,7 +201,7 @@ def test_the_recipe_line_is_made_from_its_file_and_checked_against_the_experimen
 
 def test_the_committed_recipes_are_the_best_line_and_its_transformer_only_twin():
     best, tf = recipes.load("best", ROOT / "recipes"), recipes.load("best-tf", ROOT / "recipes")
-    assert best["train.nb_ngrams"] == 3 and {k: v for k, v in best.items() if k != "train.nb_ngrams"} == tf
+    assert best["nb.ngrams"] == 3 and {k: v for k, v in best.items() if k != "nb.ngrams"} == tf
     assert recipes.command("best", best).startswith("dvc exp run -n best -S tokenizer.max_len=256 -S ")
 
 

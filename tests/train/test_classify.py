@@ -12,16 +12,16 @@ from torch import nn
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.config import PretrainConfig, TrainConfig
 from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.device import pick_device
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
 from scratchformer.train.classify import Classification, Steps, drop_tokens, fit, grad_norm_summary
-from scratchformer.train.distributed import pick_device
-from scratchformer.train.loop import NOTHING, Loop, Progress, Settings, TrainingDivergedError
-from scratchformer.train.optim import lr_factor, parameter_groups
-from scratchformer.train.run import Recorder
+from scratchformer.train.loop import NOTHING, Loop, Progress, TrainingDivergedError
+from scratchformer.train.optim import Settings, lr_factor, parameter_groups
+from scratchformer.train.recording import Recorder
 
 
 @pytest.mark.parametrize(
@@ -122,7 +122,7 @@ def _tiny_run(ema_decay):
             handed.append((evaluated, evaluated.head.weight.detach().clone()))
 
     config = TrainConfig(epochs=1, batch_size=8, lr=1e-2, ema_decay=ema_decay)
-    fit(model, split, split, config, 0, torch.device("cpu"), Weights())
+    fit(model, split, split, config, 0, torch.device("cpu"), recorder=Weights())
     return model, trajectory, handed
 
 
@@ -179,7 +179,7 @@ def test_the_saved_model_is_the_best_epoch_not_the_last(tmp_path):
         def epoch(self, record, evaluated):
             logits[record["epoch"]] = predict_logits(evaluated, validation, 64)
 
-    history = fit(model, train, validation, TrainConfig(epochs=3, batch_size=8, lr=1e-2), 0, "cpu", Logits())
+    history = fit(model, train, validation, TrainConfig(epochs=3, batch_size=8, lr=1e-2), 0, "cpu", recorder=Logits())
     losses = [r["val_loss"] for r in history.epochs]
     assert history.best_epoch == 1 and losses[0] < losses[-1]
     assert not torch.equal(logits[1], logits[3])
@@ -297,7 +297,7 @@ def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path, spar
             torch.save(state, save_checkpoint_state)
             states.append(torch.load(save_checkpoint_state, weights_only=True))
 
-    whole = fit(model(), train, validation, config, 0, torch.device("cpu"), Keep())
+    whole = fit(model(), train, validation, config, 0, torch.device("cpu"), recorder=Keep())
     assert [s["epoch"] for s in states] == [1, 2, 3]
     torch.manual_seed(123)  # the resumed run must not depend on the generator it finds
     resumed_model = model()
@@ -324,7 +324,7 @@ def test_every_step_logs_each_layers_gradient_norm_before_clipping(monkeypatch):
     split = _split(16, 0)
     records = []
     config = TrainConfig(epochs=1, batch_size=8, lr=1e-3, grad_clip=1e-3)  # clips every step
-    fit(_model(), split, split, config, 0, torch.device("cpu"), Steps(records, NOTHING))
+    fit(_model(), split, split, config, 0, torch.device("cpu"), recorder=Steps(records, NOTHING))
     assert len(measured) == len(records) == 2
     for record, before, after in zip(records, measured, clipped, strict=True):
         layers = [v for k, v in record.items() if k.startswith("layer_grad_norm/")]
@@ -346,7 +346,7 @@ def test_epoch_train_loss_is_plain_cross_entropy_while_steps_log_the_smoothed_ob
     assert abs(plain - smoothed) > 1e-3
     records = []
     config = TrainConfig(epochs=1, batch_size=8, lr=1e-12, label_smoothing=0.3)
-    history = fit(model, split, split, config, 0, torch.device("cpu"), Steps(records, NOTHING))
+    history = fit(model, split, split, config, 0, torch.device("cpu"), recorder=Steps(records, NOTHING))
     assert history.epochs[0]["train_loss"] == pytest.approx(plain, abs=2e-5)
     assert sum(r["loss"] for r in records) / len(records) == pytest.approx(smoothed, abs=1e-4)
 
@@ -354,7 +354,7 @@ def test_epoch_train_loss_is_plain_cross_entropy_while_steps_log_the_smoothed_ob
 def test_the_loop_settings_come_from_the_section_and_the_train_sections_precision():
     train = TrainConfig(precision="bf16", log_every=3, ema_decay=0.5, grad_clip=2.0, schedule="constant")
     pretrain = PretrainConfig(epochs=2, grad_clip=0.5, schedule="constant", bucket_by_length=False, warmup_ratio=0.1)
-    assert Settings.from_config(pretrain, train) == Settings(
+    assert Settings.pretraining(pretrain, train) == Settings(
         epochs=2,
         batch_size=pretrain.batch_size,
         lr=pretrain.lr,
@@ -367,9 +367,9 @@ def test_the_loop_settings_come_from_the_section_and_the_train_sections_precisio
         precision="bf16",
         log_every=3,
     )
-    assert Settings.from_config(train) == Settings(**{f.name: getattr(train, f.name) for f in fields(Settings)})
+    assert Settings.training(train) == Settings(**{f.name: getattr(train, f.name) for f in fields(Settings)})
     # The defaults are what pretraining hard-coded before they were params.
-    default = Settings.from_config(PretrainConfig(), TrainConfig())
+    default = Settings.pretraining(PretrainConfig(), TrainConfig())
     assert (default.grad_clip, default.schedule, default.bucket_by_length) == (1.0, "cosine", True)
 
 
@@ -422,8 +422,8 @@ def test_a_student_taught_by_a_teacher_follows_it_and_leaves_it_untrained(distil
     """Labels say the opposite of the teacher: with distill = 1 the student learns the teacher's rule."""
     flipped, honest = _split(256, 0, flip=True), _split(128, 1)
     model, teacher = _model(), CountTeacher()
-    config = TrainConfig(epochs=6, batch_size=16, lr=5e-3, token_dropout=0.2, distill=distill, nb_ngrams=1)
-    fit(model, flipped, honest, config, 0, torch.device("cpu"), teacher=teacher)
+    config = TrainConfig(epochs=6, batch_size=16, lr=5e-3, token_dropout=0.2)
+    fit(model, flipped, honest, config, 0, torch.device("cpu"), teacher=teacher, distill=distill)
     agrees = (predict_logits(model, honest, 64).argmax(1) == honest.labels).float().mean().item()
     if distill:
         assert agrees > 0.75  # the teacher's rule, learnt against the labels

@@ -7,7 +7,7 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.masked_lm import IGNORE, MaskedLMHead, mask_tokens, pretrain
-from scratchformer.train.run import Recorder
+from scratchformer.train.recording import Recorder
 
 
 def test_masking_follows_the_80_10_10_rule():

@@ -52,6 +52,15 @@ ABLATION_COLUMNS = [
 ]
 # The reference configuration: the config defaults, keyed like `dvc exp show` params.
 REFERENCE = flatten(dataclasses.asdict(Params()))
+# Keys that moved: a record made before the move names them the old way (docs/levers.json, older experiments).
+RENAMED = {
+    "train.nb_ngrams": "nb.ngrams",
+    "train.nb_c": "nb.c",
+    "train.nb_buckets": "nb.buckets",
+    "train.nb_role": "nb.role",
+    "train.distill": "nb.distill",
+    "train.distill_folds": "nb.distill_folds",
+}
 DEFAULTS = {key: REFERENCE[key] for _, key in SHAPE_COLUMNS}  # the shape an ablation varies
 # The ablations vary the model's shape only. A run that also changed one of these (a
 # longer context, more epochs, n-gram embeddings, an ensemble: the `best` experiment)
@@ -64,9 +73,9 @@ HELD_FIXED = {
         "model.dropout",
         "model.ngram_max",
         "train.ensemble",
-        "train.nb_ngrams",
+        "nb.ngrams",
     )
-}
+} | {"train.nb_ngrams": 0}  # nb.ngrams as older records name it
 
 
 def ablation_groups(records: list[dict]) -> dict[str, list[dict]]:

@@ -21,7 +21,7 @@ from scratchformer.files import write_text
 from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.experiments import experiments
-from tools.docs.ablations import REFERENCE
+from tools.docs.ablations import REFERENCE, RENAMED
 
 RECORD = Path("docs/levers.json")
 NAME = re.compile(r"^(?P<resplit>rs-)?(?P<lever>[a-z0-9][a-z0-9.-]*?)-s(?P<seed>\d+)$")
@@ -45,7 +45,7 @@ def lever_records(records: list[dict]) -> list[dict[str, Any]]:
         match = NAME.match(r.get("name") or "")
         if not match or r.get(KEPT["val"]) is None:
             continue
-        params = {k: v for k, v in r.items() if ":" not in k and k not in ("name", "rev", "baseline")}
+        params = {RENAMED.get(k, k): v for k, v in r.items() if ":" not in k and k not in ("name", "rev", "baseline")}
         changed = {k: v for k, v in sorted(params.items()) if k != "seed" and k in REFERENCE and v != REFERENCE[k]}
         out.append(
             {

@@ -93,6 +93,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
     """The content of block ``name`` of a page reading ``text``; None: leave it as committed."""
     if name == "results":
         return results.results_table(src.metrics)
+    if name == "unseen":
+        return results.unseen_block(src.metrics)
     if name == "timing":
         return results.timing_line(src.root / "benchmarks/results/pipeline_time.json")
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/

@@ -43,6 +43,73 @@ def results_table(metrics: dict[str, Any]) -> str:
     )
 
 
+def with_interval(metrics: dict[str, Any], prefix: str) -> str:
+    """``<prefix>.accuracy`` and its 95% interval, ``0.9037 [0.8822, 0.9217]``; — where it is absent."""
+    value = metrics.get(f"{prefix}.accuracy")
+    if value is None:
+        return fmt(None)
+    lo, hi = metrics.get(f"{prefix}.accuracy_ci95.lo"), metrics.get(f"{prefix}.accuracy_ci95.hi")
+    return fmt(value) if lo is None or hi is None else f"{fmt(value)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+UNSEEN_PARTS = {"transformers": "its Transformers alone", "nb": "its NB member alone"}  # a blend's parts
+
+
+def unseen_table(metrics: dict[str, Any]) -> str:
+    """Accuracy with its Wilson interval, on the whole split and on its unseen part, for the model and each baseline.
+
+    One row for the model of the workspace (and each part of a blend), one per n-gram
+    baseline; the unseen columns name their ``n`` in the header (the same for every row).
+    """
+    sources = [("model (params.yaml)", "eval:{split}")]
+    sources += [
+        (label, f"eval:{{split}}.{part}")
+        for part, label in UNSEEN_PARTS.items()
+        if f"eval:validation.{part}.accuracy" in metrics
+    ]
+    sources += [
+        (label, f"baseline:{name}.{{split}}")
+        for name, label in BASELINES.items()
+        if f"baseline:{name}.validation.accuracy" in metrics
+    ]
+    header = ["run"]
+    for split in ("validation", "test"):
+        n = metrics.get(f"eval:{split}.unseen.n", metrics.get(f"baseline:{STRONGEST}.{split}.unseen.n"))
+        header += [f"{split} (all)", f"{split} unseen" + (f" (n = {n})" if n is not None else "")]
+    rows = []
+    for label, key in sources:
+        row = [label]
+        for split in ("validation", "test"):
+            prefix = key.format(split=split)
+            row += [with_interval(metrics, prefix), with_interval(metrics, f"{prefix}.unseen")]
+        rows.append(row)
+    return markdown.table(header, rows)
+
+
+def versus_line(metrics: dict[str, Any]) -> str | None:
+    """The model minus the strongest baseline on unseen reviews, with its paired bootstrap interval, per split."""
+    parts = []
+    for split in ("validation", "test"):
+        key = f"eval:{split}.vs_best_baseline"
+        if f"{key}.delta" in metrics:
+            lo, hi = metrics[f"{key}.ci95.lo"], metrics[f"{key}.ci95.hi"]
+            delta = metrics[f"{key}.delta"]
+            parts.append(f"{split} {delta:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    if not parts:
+        return None
+    name = metrics["eval:validation.vs_best_baseline.name"]
+    return (
+        f"Model minus {BASELINES.get(name, name)} (the baseline strongest on unseen validation) on the unseen "
+        f"reviews, with its 95% paired bootstrap interval: {'; '.join(parts)}."
+    )
+
+
+def unseen_block(metrics: dict[str, Any]) -> str:
+    """The unseen table and, where evaluate has written it, the paired comparison below it."""
+    line = versus_line(metrics)
+    return unseen_table(metrics) + (f"\n\n{line}" if line else "")
+
+
 def records_table(records: list[dict], columns: list[tuple[str, str]]) -> str:
     """One row per record, one column per (label, key); cells through :func:`fmt`."""
     return markdown.table([label for label, _ in columns], [[fmt(r.get(key)) for _, key in columns] for r in records])

@@ -9,18 +9,24 @@ words. A model written from scratch has to beat these to be worth its compute.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import accuracy_score, f1_score
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.svm import LinearSVC
 
+from scratchformer.analysis.scoring import split_scores
 from scratchformer.config import BaselineConfig
+from scratchformer.data.splits import in_train
+from scratchformer.files import atomic_dir
 
 
 class NBScaling(BaseEstimator, TransformerMixin):
@@ -56,20 +62,68 @@ def make_baseline(config: BaselineConfig, seed: int, classifier: str = "logistic
     return make_pipeline(features, LogisticRegression(C=config.C, max_iter=2000, random_state=seed))
 
 
+BASELINES = {"baseline": "logistic", "svm": "svm", "nblr": "nblr"}  # metrics/baseline.json section -> classifier
+
+
+def fit_and_predict(
+    config: BaselineConfig,
+    seed: int,
+    train: pd.DataFrame,
+    others: dict[str, pd.DataFrame],
+    classifier: str = "logistic",
+) -> dict[str, np.ndarray]:
+    """Fit on ``train``; the predicted class id (int64) of every row of each frame of ``others``, in order."""
+    model = make_baseline(config, seed, classifier).fit(train["text"], train["label"])
+    return {name: np.asarray(model.predict(frame["text"]), dtype=np.int64) for name, frame in others.items()}
+
+
 def fit_and_score(
     config: BaselineConfig,
     seed: int,
     train: pd.DataFrame,
     others: dict[str, pd.DataFrame],
     classifier: str = "logistic",
-) -> dict[str, dict[str, float]]:
-    """Fit on ``train``; accuracy and macro F1 on each frame of ``others``."""
-    model = make_baseline(config, seed, classifier).fit(train["text"], train["label"])
-    result = {}
-    for name, frame in others.items():
-        predicted = model.predict(frame["text"])
-        result[name] = {
-            "accuracy": float(accuracy_score(frame["label"], predicted)),
-            "f1": float(f1_score(frame["label"], predicted, average="macro")),
-        }
-    return result
+    num_classes: int | None = None,
+) -> dict[str, dict]:
+    """Fit on ``train``; accuracy and macro F1 (with intervals) on each frame of ``others``, whole and unseen.
+
+    The unseen part of a frame is its rows whose text does not occur in ``train``
+    (:func:`~scratchformer.data.splits.in_train`). ``num_classes`` defaults to the
+    classes train has.
+    """
+    predicted = fit_and_predict(config, seed, train, others, classifier)
+    k = num_classes if num_classes is not None else int(train["label"].max()) + 1
+    return score_predictions(predicted, others, {n: in_train(train["text"], f["text"]) for n, f in others.items()}, k)
+
+
+def score_predictions(
+    predicted: dict[str, np.ndarray], others: dict[str, pd.DataFrame], seen: dict[str, np.ndarray], num_classes: int
+) -> dict[str, dict]:
+    """Accuracy, macro F1 and their intervals on each frame of ``others``, whole and unseen (``~seen``)."""
+    return {
+        name: split_scores(predicted[name], frame["label"].to_numpy(), seen[name], num_classes)
+        for name, frame in others.items()
+    }
+
+
+def write_predictions(out_dir: str | Path, predicted: dict[str, dict[str, np.ndarray]]) -> None:
+    """``out_dir``/<split>.parquet: one int64 column of predicted class ids per baseline, rows in the split's order.
+
+    ``predicted``: baseline -> split -> ids. What evaluate compares the model with, review by review.
+    """
+    splits = next(iter(predicted.values())).keys()
+    with atomic_dir(out_dir) as tmp:
+        for split in splits:
+            table = pa.table({name: pa.array(by_split[split], pa.int64()) for name, by_split in predicted.items()})
+            pq.write_table(table, Path(tmp) / f"{split}.parquet")
+
+
+def read_predictions(out_dir: str | Path, split: str, rows: int) -> dict[str, np.ndarray]:
+    """The baselines' predicted class ids on ``split`` (baseline -> ids), checked to have ``rows`` rows."""
+    path = Path(out_dir) / f"{split}.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no baseline predictions; run `dvc repro baseline`")
+    table = pq.read_table(path)
+    if table.num_rows != rows:
+        raise ValueError(f"{path}: {table.num_rows} predictions for {rows} {split} rows; run `dvc repro baseline`")
+    return {name: table[name].to_numpy() for name in table.column_names}

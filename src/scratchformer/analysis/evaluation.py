@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from sklearn.metrics import confusion_matrix
 from torch import Tensor
 
+from scratchformer.analysis.scoring import _class_counts, _f1, accuracy, macro_f1
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.model.classifier import Classifier, Ensemble, eval_mode
 
@@ -47,31 +48,6 @@ def parts(model: Classifier) -> dict[str, torch.nn.Module]:
 def rounded(value: float) -> float:
     """``value`` at the precision metrics are written at."""
     return round(float(value), DECIMALS)
-
-
-def accuracy(correct: int, total: int) -> float:
-    """``correct / total`` as the float nearest the exact fraction."""
-    return float(Fraction(int(correct), int(total)))
-
-
-def _class_counts(counts: list[list[int]]) -> list[tuple[int, int, int]]:
-    """(hits, actual, predicted) of each class of a confusion matrix; ``counts[a][p]``: class a predicted p."""
-    k = len(counts)
-    return [(counts[c][c], sum(counts[c]), sum(counts[a][c] for a in range(k))) for c in range(k)]
-
-
-def _f1(hits: int, actual: int, predicted: int) -> Fraction:
-    """2·TP / (2·TP + FP + FN) = 2·hits / (actual + predicted); 0 for a class never present nor predicted."""
-    return Fraction(2 * hits, actual + predicted) if actual + predicted else Fraction(0)
-
-
-def macro_f1(counts: list[list[int]]) -> float:
-    """Mean over classes of 2·TP / (2·TP + FP + FN), computed exactly from a confusion matrix.
-
-    ``counts[a][p]`` is how many examples of class ``a`` were predicted ``p``. A
-    class that never occurs and is never predicted has F1 0, as in scikit-learn.
-    """
-    return float(sum(_f1(*c) for c in _class_counts(counts)) / len(counts))
 
 
 def scores(logits: Tensor, labels: Tensor) -> dict[str, float]:

@@ -3,8 +3,10 @@
 Two views of the same mistakes:
 
 1. The ``n`` most confident mistakes — wrong answers given with the highest
-   probability — each with the tokens its decision rested on (the token
-   relevance of :mod:`scratchformer.analysis.relevance`, the one ``predict`` prints).
+   probability — each with the tokens its decision rested on (the signed token
+   relevance of :mod:`scratchformer.analysis.relevance`, the one ``predict`` prints,
+   toward the wrong class predicted; the ``highlight`` tokens of largest magnitude
+   are marked, whichever way they pushed).
    Confident mistakes are where label noise, sarcasm and spurious cues show up
    first: a review labelled positive that reads negative, or a word that the
    training data taught the wrong sentiment.
@@ -43,9 +45,9 @@ from transformers import PreTrainedTokenizerBase
 
 from scratchformer.analysis.relevance import explain
 from scratchformer.config import ErrorsConfig
-from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.data.tokenization import TokenizedSplit, batches, pad_batch
 from scratchformer.model.checkpoint import CorruptFileError
-from scratchformer.model.classifier import Classifier
+from scratchformer.model.classifier import Classifier, eval_mode
 
 DECIMALS = 4  # probabilities and relevances are written, and ranked, at this precision
 
@@ -53,8 +55,8 @@ DECIMALS = 4  # probabilities and relevances are written, and ranked, at this pr
 @dataclass(frozen=True)
 class Token:
     text: str  # the vocabulary item ("##" marks a word piece that continues the previous one)
-    relevance: float
-    marked: bool  # one of the text's ``highlight`` most relevant tokens
+    relevance: float  # signed, toward the predicted class: > 0 pushed toward the mistake, < 0 against it
+    marked: bool  # one of the text's ``highlight`` tokens of largest |relevance|
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,16 @@ def over_represented(
     return rows[:top]
 
 
+def _relevance(sequences: list[Tensor], model: Classifier, fixed: set[int], batch_size: int) -> list[Tensor]:
+    """The signed relevance (T_r,) of each sequence toward its predicted class; ``fixed`` ids get none."""
+    out: list[Tensor] = []
+    for start in range(0, len(sequences), batch_size):
+        batch = sequences[start : start + batch_size]
+        relevance = explain(model, pad_batch(batch, model.pad_id), fixed).relevance  # (B, T)
+        out += [row[: len(x)] for row, x in zip(relevance, batch, strict=True)]
+    return out
+
+
 @torch.no_grad()
 def analyse(
     model: Classifier,
@@ -165,11 +177,10 @@ def analyse(
         raise ValueError(f"the {split_name} split is empty: there is nothing to analyse")
     if len(names) != model.config.num_classes:
         raise ValueError(f"{len(names)} class names for a model with {model.config.num_classes} outputs")
-    probabilities, relevance = [], []
-    for ids, _ in batches(split, batch_size, model.pad_id):  # in the split's order
-        explained = explain(model, ids)
-        probabilities.append(explained.probabilities)  # (B, K)
-        relevance += list(explained.relevance)  # one (T_batch,) row per example, 0 on PAD
+    probabilities = []
+    with eval_mode(model):
+        for ids, _ in batches(split, batch_size, model.pad_id):  # in the split's order
+            probabilities.append(model(ids).float().softmax(dim=-1))  # (B, K)
     probs = torch.cat(probabilities)  # (N, K)
     # [UNK] stays: a character the vocabulary lacks is part of what the model read.
     structural = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
@@ -183,9 +194,11 @@ def analyse(
     suspect_rows = {s.row for s in suspects}
 
     mistakes = []
-    for r in most_confident_mistakes(probs, split.labels, config.n):
-        ids, scores = sequences[r][kept[r]].tolist(), relevance[r][kept[r]].tolist()
-        order = sorted(range(len(ids)), key=lambda i: (-round(scores[i], DECIMALS), i))
+    chosen = most_confident_mistakes(probs, split.labels, config.n)
+    relevance = _relevance([sequences[r] for r in chosen], model, structural, batch_size)  # explained: the n only
+    for r, row_relevance in zip(chosen, relevance, strict=True):
+        ids, scores = sequences[r][kept[r]].tolist(), row_relevance[kept[r]].tolist()
+        order = sorted(range(len(ids)), key=lambda i: (-round(abs(scores[i]), DECIMALS), i))
         marked = set(order[: config.highlight])
         tokens = [
             Token(t, round(s, DECIMALS), i in marked)

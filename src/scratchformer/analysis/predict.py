@@ -1,7 +1,8 @@
 """Ask the trained model about new texts, and see which tokens drove each answer.
 
-Which tokens drove an answer is the token relevance of :mod:`scratchformer.analysis.relevance`:
-the pooled sentence vector followed back through the last layer's attention.
+Which tokens drove an answer is the signed token relevance of :mod:`scratchformer.analysis.relevance`:
+integrated gradients of the predicted class's margin over the other classes, per token,
+so a token either pushed toward the answer (> 0) or away from it (< 0).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 import torch
 
 from scratchformer.analysis.relevance import explain
-from scratchformer.data.tokenization import encode, load_tokenizer, pad_batch
+from scratchformer.data.tokenization import TOKENIZER_FILE, encode, load_saved_tokenizer, pad_batch
 from scratchformer.model.checkpoint import CorruptFileError, class_names, load_checkpoint, restore
+from scratchformer.model.classifier import Ensemble
 from scratchformer.model.export import TOKENIZER_CONFIG, load_folder
 
 # Zero-width space, non-joiner, joiner, word joiner and the byte-order mark: invisible,
@@ -37,7 +39,9 @@ class Prediction:
     label: str
     probability: float  # of the predicted label
     probabilities: dict[str, float]
-    top_tokens: list[dict]  # {token, position, relevance}, most relevant first
+    # {token, position, relevance}, the largest |relevance| first. relevance is signed, in logits,
+    # toward ``label``: > 0 pushed toward it, < 0 away (with two classes: toward the other one).
+    top_tokens: list[dict]
     n_tokens: int  # tokens in the text, [CLS] and [SEP] included, before truncation
     read_tokens: int  # tokens the model read: n_tokens, or max_len when truncated
     truncated: bool
@@ -73,7 +77,15 @@ class Predictor:
         self.device = torch.device(device)
         load = load_folder if folder else load_checkpoint
         self.model, info = load(model_path, self.device)
-        self.tokenizer = load_tokenizer(str(tokenizer_path))
+        self.tokenizer = load_saved_tokenizer(tokenizer_path)
+        first = self.model.members[0] if isinstance(self.model, Ensemble) else self.model
+        vocab_size = first.embed.num_embeddings
+        if len(self.tokenizer) > vocab_size:  # an id past the embedding table would fail mid-prediction
+            named = tokenizer_path / TOKENIZER_FILE if (tokenizer_path / TOKENIZER_FILE).is_file() else tokenizer_path
+            raise CorruptFileError(
+                f"{named}: the tokenizer has {len(self.tokenizer)} tokens, more than the model's vocab_size "
+                f"{vocab_size}: give the tokenizer the model was trained with"
+            )
         self.max_len = info.get("tokenizer_max_len", self.model.config.max_len)
         self.class_names = class_names(info, self.model.config.num_classes)
 
@@ -94,9 +106,11 @@ class Predictor:
         """``predictor(texts)``, as a Hugging Face pipeline is called: :meth:`predict`."""
         return self.predict(texts, top_k)
 
-    @torch.no_grad()
     def predict(self, texts: list[str], top_k: int | None = 5) -> list[Prediction]:
         """Label, probabilities and the ``top_k`` most relevant tokens of each text (None: every token).
+
+        A token's relevance is signed, toward the predicted label (see :class:`Prediction`);
+        the most relevant are those of largest magnitude, whichever way they pushed.
 
         A text whose tokens are all [UNK] still gets the model's answer, but with a
         ``warning``: the answer cannot be about words the model never saw.
@@ -107,11 +121,12 @@ class Predictor:
         tokenized = encode(self.tokenizer, texts, self.max_len)
         encoded, n_tokens = tokenized["input_ids"].tolist(), tokenized["n_tokens"].tolist()
         ids = pad_batch([torch.tensor(x) for x in encoded], self.model.pad_id)  # (B, T)
-        probs, relevance = explain(self.model, ids.to(self.device))  # (B, K), (B, T)
-        probs, relevance = probs.float().cpu(), relevance.float().cpu()
-        names = self.class_names
         special = set(self.tokenizer.all_special_ids)
         unk = self.tokenizer.unk_token_id
+        # [CLS] and [SEP] stay in the baseline: relevance is over the tokens of the text itself.
+        probs, relevance, _ = explain(self.model, ids.to(self.device), fixed_ids=special - {unk})  # (B, K), (B, T)
+        probs, relevance = probs.float().cpu(), relevance.float().cpu()
+        names = self.class_names
         out = []
         for b, text in enumerate(texts):
             k = int(probs[b].argmax())
@@ -125,7 +140,7 @@ class Predictor:
                 for i, t in enumerate(encoded[b])
                 if t not in special
             ]
-            scored.sort(key=lambda item: -item["relevance"])
+            scored.sort(key=lambda item: -abs(item["relevance"]))
             out.append(
                 Prediction(
                     text=text,

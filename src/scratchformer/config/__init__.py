@@ -5,7 +5,8 @@ key, a value of the wrong type or an impossible value raises :class:`ConfigError
 naming the key (``model.n_heads``) and the value, so a typo in ``dvc exp run -S``
 fails at once instead of silently training the default.
 
-``sections`` holds the section dataclasses, ``checks`` the errors and checks they share;
+``sections`` holds the section dataclasses, ``training`` those that train (the shared
+optimizer keys, ``train``, ``pretrain``, ``nb``), ``checks`` the errors and checks they share;
 this module reads the file and builds :class:`Params` from them.
 """
 
@@ -26,9 +27,6 @@ import yaml
 from scratchformer.config.checks import (
     DEVICE,
     MAX_POSITIONS,
-    NORMS,
-    POOLINGS,
-    POSITIONALS,
     SEEDS,
     ConfigError,
     UserError,
@@ -41,11 +39,10 @@ from scratchformer.config.sections import (
     DataConfig,
     ErrorsConfig,
     ModelConfig,
-    PretrainConfig,
     ProbeConfig,
     TokenizerConfig,
-    TrainConfig,
 )
+from scratchformer.config.training import NBConfig, OptimConfig, PretrainConfig, TrainConfig
 
 
 @dataclass(frozen=True)
@@ -55,6 +52,7 @@ class Params:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    nb: NBConfig = field(default_factory=NBConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
@@ -197,9 +195,6 @@ def _check_type(key: str, value: Any, hint: Any) -> Any:
 __all__ = [
     "DEVICE",
     "MAX_POSITIONS",
-    "NORMS",
-    "POOLINGS",
-    "POSITIONALS",
     "SEEDS",
     "AcceptanceConfig",
     "BaselineConfig",
@@ -207,6 +202,8 @@ __all__ = [
     "DataConfig",
     "ErrorsConfig",
     "ModelConfig",
+    "NBConfig",
+    "OptimConfig",
     "Params",
     "PretrainConfig",
     "ProbeConfig",

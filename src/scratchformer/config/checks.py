@@ -6,11 +6,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-POOLINGS = ("mean", "cls", "attention")
-POSITIONALS = ("sinusoidal", "learned", "rope")
-NORMS = ("pre", "post")
 MAX_POSITIONS = 4096  # largest positional table we allow (memory grows as T^2)
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+# Hashed tables (model.ngram_buckets, nb.buckets): a mistyped size (1e11) must stop at
+# load, naming the key, not as an allocation failure hours later. 2**24 rows is 16x the largest
+# table tried; the n-gram table's rows x d_model cap keeps it at 1 GiB of fp32 (3 with AdamW's state).
+MAX_BUCKETS = 2**24
+MAX_TABLE = 2**28
 SEEDS = 2**32  # numpy's and torch's seeds lie in [0, 2**32)
 
 

@@ -1,4 +1,7 @@
-"""The sections of ``params.yaml``, one frozen dataclass each, checked as they are built."""
+"""The sections of ``params.yaml``, one frozen dataclass each, checked as they are built.
+
+The sections that train (``train``, ``pretrain``, ``nb``) are in :mod:`scratchformer.config.training`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from scratchformer.config.checks import DEVICE, MAX_POSITIONS, ConfigError, require, require_folder
+from scratchformer.config.checks import (
+    MAX_BUCKETS,
+    MAX_POSITIONS,
+    MAX_TABLE,
+    ConfigError,
+    require,
+    require_folder,
+)
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,19 @@ class ModelConfig:
         if self.positional == "rope":
             require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
+        require(
+            self.ngram_buckets <= MAX_BUCKETS,
+            "model.ngram_buckets",
+            self.ngram_buckets,
+            f"is above the limit {MAX_BUCKETS} (2**24) rows of the hashed n-gram table",
+        )
+        require(
+            self.ngram_buckets * self.d_model <= MAX_TABLE,
+            "model.ngram_buckets",
+            self.ngram_buckets,
+            f"x model.d_model={self.d_model} is above the limit {MAX_TABLE} (2**28, 1 GiB of fp32) "
+            "weights of the n-gram table; use fewer buckets",
+        )
         require(self.ngram_init >= 0, "model.ngram_init", self.ngram_init, "must be >= 0")
         require(0 <= self.wide_ngrams <= 6, "model.wide_ngrams", self.wide_ngrams, "must be in 0..6 (0 = off)")
         if self.num_classes is not None:
@@ -133,120 +156,6 @@ class ModelConfig:
                 "remove model.num_classes to take it from the data"
             )
         return dataclasses.replace(self, num_classes=k)
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: int = 4
-    batch_size: int = 32
-    lr: float = 2e-3
-    weight_decay: float = 0.02
-    grad_clip: float = 1.0  # max global gradient norm; 0 disables clipping
-    device: str = "auto"  # auto = cuda, then mps, then cpu
-    schedule: Literal["constant", "cosine"] = "constant"
-    warmup_ratio: float = 0.0  # fraction of all steps spent warming the lr up linearly
-    label_smoothing: float = 0.0
-    bucket_by_length: bool = False  # batch texts of similar length together (less padding)
-    token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
-    ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
-    sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
-    ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
-    ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
-    select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
-    nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16: autocast; fp16: autocast + loss scaling (CUDA)
-    log_every: int = 1  # steps between reads of the logged values from the device (one host sync each)
-    nb_ngrams: int = 0  # > 0: an NB-weighted logistic regression over 1..n-grams joins the ensemble (nbsvm.py)
-    nb_c: float = 1.0  # its inverse L2 strength, as scikit-learn's C
-    nb_buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
-    nb_role: Literal["member", "teacher"] = "member"  # teacher: it only teaches (distill), the model is the rest
-    distill: float = 0.0  # weight of the NB model's probabilities on each step's (noised) batch in the target
-    distill_folds: int = 1  # k > 1: k teachers, each fit without one k-th of train; a text is taught out of fold
-
-    def __post_init__(self) -> None:
-        require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
-        require(self.batch_size >= 1, "train.batch_size", self.batch_size, "must be >= 1")
-        require(self.lr > 0, "train.lr", self.lr, "must be > 0")
-        require(self.weight_decay >= 0, "train.weight_decay", self.weight_decay, "must be >= 0")
-        require(self.ngram_decay >= 0, "train.ngram_decay", self.ngram_decay, "must be >= 0")
-        require(
-            not (self.ngram_decay and self.sparse_ngrams),
-            "train.ngram_decay",
-            self.ngram_decay,
-            "needs train.sparse_ngrams false: lazy Adam on a sparse table has no weight decay",
-        )
-        require(self.grad_clip >= 0, "train.grad_clip", self.grad_clip, "must be >= 0")
-        require(
-            DEVICE.fullmatch(self.device) is not None,
-            "train.device",
-            self.device,
-            "must be auto, cpu, mps, cuda or cuda:N",
-        )
-        require(0 <= self.warmup_ratio < 1, "train.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
-        require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
-        require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
-        require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
-        require(self.ensemble >= 1, "train.ensemble", self.ensemble, "must be >= 1")
-        require(self.nproc >= 1, "train.nproc", self.nproc, "must be >= 1")
-        require(
-            self.batch_size >= self.nproc,
-            "train.batch_size",
-            self.batch_size,
-            f"must be >= train.nproc ({self.nproc}): each process takes a share of every batch",
-        )
-        require(self.log_every >= 1, "train.log_every", self.log_every, "must be >= 1")
-        require(
-            not self.sparse_ngrams or self.nproc == 1,
-            "train.sparse_ngrams",
-            self.sparse_ngrams,
-            f"needs train.nproc 1 (it is {self.nproc}): sparse gradients are not all-reduced here",
-        )
-        require(self.nb_ngrams >= 0, "train.nb_ngrams", self.nb_ngrams, "must be >= 0 (0 = no NB member)")
-        require(self.nb_c > 0, "train.nb_c", self.nb_c, "must be > 0")
-        require(self.nb_buckets >= 1, "train.nb_buckets", self.nb_buckets, "must be >= 1")
-        require(0 <= self.distill <= 1, "train.distill", self.distill, "must be in [0, 1]")
-        require(
-            self.distill == 0 or self.nb_ngrams > 0,
-            "train.distill",
-            self.distill,
-            "needs a teacher: set train.nb_ngrams > 0 (the NB model's n-gram order)",
-        )
-        require(
-            self.nb_role == "member" or self.distill > 0,
-            "train.nb_role",
-            self.nb_role,
-            "teacher needs train.distill > 0: a teacher that teaches nothing would be fit for nothing",
-        )
-        require(self.distill_folds >= 1, "train.distill_folds", self.distill_folds, "must be >= 1 (1 = one teacher)")
-        require(
-            self.distill_folds == 1 or self.nb_role == "teacher",
-            "train.distill_folds",
-            self.distill_folds,
-            "needs train.nb_role teacher: out-of-fold models teach, they do not join the ensemble",
-        )
-
-
-@dataclass(frozen=True)
-class PretrainConfig:
-    """Masked-language-model pretraining of the encoder on the training texts; 0 epochs = off."""
-
-    epochs: int = 0
-    batch_size: int = 64
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.05
-    mask_prob: float = 0.15
-    grad_clip: float = 1.0  # max global gradient norm; 0 disables clipping
-    schedule: Literal["constant", "cosine"] = "cosine"
-    bucket_by_length: bool = True  # batch texts of similar length together (less padding)
-
-    def __post_init__(self) -> None:
-        require(self.epochs >= 0, "pretrain.epochs", self.epochs, "must be >= 0 (0 = no pretraining)")
-        require(self.batch_size >= 1, "pretrain.batch_size", self.batch_size, "must be >= 1")
-        require(self.lr > 0, "pretrain.lr", self.lr, "must be > 0")
-        require(self.grad_clip >= 0, "pretrain.grad_clip", self.grad_clip, "must be >= 0")
-        require(0 <= self.warmup_ratio < 1, "pretrain.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
-        require(0 < self.mask_prob < 1, "pretrain.mask_prob", self.mask_prob, "must be in (0, 1)")
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,10 @@ def fingerprint(source: str, revision: str | None, key: str, kind: Literal["data
     from huggingface_hub import HfApi, constants
 
     if constants.HF_HUB_OFFLINE:
+        check_hub_reachable(source, key, kind)  # in the local cache, or a one-line error now
         log.warning("%s=%s: offline (HF_HUB_OFFLINE), revision %s not resolved; pin a commit", key, source, revision)
         return {"source": source, "revision": revision, "resolved": None}
-    check_hub_reachable(source, key)
+    check_hub_reachable(source, key, kind)
     api = HfApi()
     info = (
         api.dataset_info(source, revision=revision) if kind == "dataset" else api.model_info(source, revision=revision)

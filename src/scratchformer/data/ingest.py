@@ -24,16 +24,12 @@ import pyarrow.parquet as pq
 from scratchformer.config import DataConfig
 from scratchformer.data.labels import Classes, DataError, label_keys
 from scratchformer.data.sources import SPLITS, read_source
-from scratchformer.data.splits import leakage, stratified_split
+from scratchformer.data.splits import leakage, stratified_split, strip_edges
 from scratchformer.files import write_atomic, write_json
 
 log = logging.getLogger(__name__)
 
 TEXT_COLUMNS = ("text", "text_a", "review", "sentence")
-# Whitespace at either end of a text, Unicode's included (the ideographic space U+3000
-# pads many Chinese reviews): RE2's \s alone is ASCII only.
-_SPACE = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]"
-EDGE_SPACE = f"^{_SPACE}|{_SPACE}$"
 
 
 @dataclass(frozen=True)
@@ -140,6 +136,11 @@ def read_split(raw_dir: str | Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(Path(raw_dir) / f"{name}.parquet")
 
 
+def read_column(raw_dir: str | Path, name: str, column: str) -> pa.ChunkedArray:
+    """One column (``text`` or ``label``) of a written split, as Arrow: no Python object per row."""
+    return pq.read_table(Path(raw_dir) / f"{name}.parquet", columns=[column])[column]
+
+
 def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
     """Pick the text and label columns; stop at (or, with data.drop_empty, drop) blank texts."""
     columns = ds.column_names
@@ -155,8 +156,7 @@ def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
     text = table.column(0)
     if not pa.types.is_string(text.type) and not pa.types.is_large_string(text.type):
         raise DataError(f"{origin}: text column {text_col!r} holds {text.type}, not text")
-    if pc.any(pc.match_substring_regex(text, EDGE_SPACE)).as_py():  # copy the texts only if some need it
-        text = pc.utf8_trim_whitespace(text)
+    text = strip_edges(text)  # the normalisation leakage and the unseen scores compare texts under
     # Row numbers in messages count data rows from 1, as a spreadsheet would.
     empty = pc.fill_null(pc.equal(pc.utf8_length(text), 0), True)
     n_empty = pc.sum(empty).as_py() or 0

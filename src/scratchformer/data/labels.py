@@ -5,11 +5,17 @@ A label column may hold integers (0/1, star ratings 1–5) or text (``positive``
 by value, text by code point), so the mapping never depends on row order; class id
 ``i`` is the i-th of them. Integer labels can be given names with
 ``data.label_names``; text labels are their own names.
+
+Spaces around a label are not part of it (`` pos`` is ``pos``; a warning counts the rows
+that had them). Text labels that differ only in case (``pos``, ``POS``) are refused,
+naming them: whether they are one class or two is the corpus's to say, and taking them
+as two would quietly double the classes.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +27,8 @@ from scratchformer.config import UserError
 from scratchformer.files import write_json
 
 INTEGER = r"^[+-]?[0-9]+$"
+
+log = logging.getLogger(__name__)
 
 
 class DataError(UserError, ValueError):
@@ -67,6 +75,14 @@ def _keys(column: pa.Array, origin: str, row_of) -> pa.Array:
         missing = pc.fill_null(pc.equal(pc.utf8_length(stripped), 0), True)
         if pc.any(missing).as_py():
             raise DataError(f"{origin}: row {row_of(missing)} has no label")
+        spaced = pc.fill_null(pc.not_equal(stripped, column), False)
+        if pc.any(spaced).as_py():
+            log.warning(
+                "%s: %d labels have spaces around them (first at row %d), taken without them",
+                origin,
+                pc.sum(spaced).as_py(),
+                row_of(spaced),
+            )
         if pc.all(pc.match_substring_regex(stripped, INTEGER)).as_py():
             return pc.cast(stripped, pa.int64())
         return stripped
@@ -81,6 +97,23 @@ def _keys(column: pa.Array, origin: str, row_of) -> pa.Array:
                 raise DataError(f"{origin}: row {row_of(fraction)} has label {value!r}; expected a whole number")
         return pc.cast(column, pa.int64())
     raise DataError(f"{origin}: the label column holds {kind}; expected integers or text")
+
+
+def _refuse_case_variants(keys: list[str], columns: dict[str, pa.Array]) -> None:
+    """Text labels that are one word in different cases (``pos``, ``POS``): stop, naming them and their files."""
+    spellings: dict[str, list[str]] = {}
+    for key in keys:
+        spellings.setdefault(key.casefold(), []).append(key)
+    clashes = [group for group in spellings.values() if len(group) > 1]
+    if not clashes:
+        return
+    group = clashes[0]
+    where = [o for o, col in columns.items() if pc.any(pc.is_in(col, value_set=pa.array(group))).as_py()]
+    more = f" ({len(clashes) - 1} more such groups)" if len(clashes) > 1 else ""
+    raise DataError(
+        f"data.label_column: labels {', '.join(map(repr, group))} differ only in case{more} (in {', '.join(where)}); "
+        "fix the corpus so that each class is spelled one way"
+    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +135,8 @@ class Classes:
             texts = [o for o, k in kinds.items() if not k]
             raise DataError(f"labels are integers in {', '.join(ints)} but text in {', '.join(texts)}")
         keys = sorted({k for col in columns.values() for k in pc.unique(col.drop_null()).to_pylist()})
+        if not all(kinds.values()):
+            _refuse_case_variants(keys, columns)
         if label_names is None:
             names = [str(k) for k in keys]
         else:  # label_keys has checked that every label is named

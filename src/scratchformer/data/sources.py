@@ -1,7 +1,9 @@
 """Where a corpus comes from: a hub dataset or a local folder, with its own splits or one file.
 
 🤗 datasets reads both. A folder holds train / validation (or dev, valid) / test files
-in tsv, csv, parquet or jsonl, or a single such file; a hub dataset has those splits
+in tsv, csv, parquet or jsonl, or a single such file (two files for one split, such as
+``train.tsv`` beside ``train.csv`` or ``dev.tsv`` beside ``validation.tsv``, are refused,
+naming both: reading one and ignoring the other is a guess); a hub dataset has those splits
 or just one. Either way the result maps ``train``/``validation``/``test`` (or ``all``
 for a one-file corpus) to a Dataset and the file or hub split it came from.
 
@@ -79,7 +81,14 @@ def _read_local(folder: Path, encoding: str) -> dict[str, tuple[datasets.Dataset
     found = {}
     for split in SPLITS:
         candidates = [folder / f"{a}{ext}" for a in SPLIT_ALIASES[split] for ext in READERS]
-        path = next((p for p in candidates if p.is_file()), None)
+        present = [p for p in candidates if p.is_file()]
+        if len(present) > 1:
+            named = ", ".join(map(str, present[:-1])) + f" and {present[-1]}"
+            raise DataError(
+                f"{folder}: {'two' if len(present) == 2 else len(present)} files for the {split} split: {named}; "
+                "keep one of them (move the others out of the folder)"
+            )
+        path = present[0] if present else None
         if path is None:
             if len(files) == 1:  # a one-file corpus, divided by data.split
                 return {"all": (_read_file(files[0], encoding), str(files[0]))}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -9,6 +11,14 @@ import pyarrow.compute as pc
 from scratchformer.data.labels import DataError
 
 SPLIT_NAMES = ("train", "validation", "test")
+
+# Whitespace at either end of a text, Unicode's included (the ideographic space U+3000
+# pads many Chinese reviews): RE2's \s alone is ASCII only. The same set as Arrow's
+# utf8_trim_whitespace, which does the stripping.
+_SPACE = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\p{Z}]"
+EDGE_SPACE = f"^{_SPACE}|{_SPACE}$"
+
+Texts = pa.Array | pa.ChunkedArray | Sequence[str]
 
 
 def stratified_split(labels: np.ndarray, fractions: tuple[float, ...], seed: int) -> dict[str, np.ndarray]:
@@ -33,23 +43,51 @@ def stratified_split(labels: np.ndarray, fractions: tuple[float, ...], seed: int
     return {name: np.sort(np.concatenate(parts)) for name, parts in chosen.items()}
 
 
-def leakage(train: pa.ChunkedArray, others: list[pa.ChunkedArray]) -> dict:
-    """How many evaluation texts also occur in train (exact match after stripping).
+def strip_edges(texts: Texts) -> pa.Array | pa.ChunkedArray:
+    """``texts`` without the whitespace at either end (Unicode's: U+3000, NBSP, line breaks); inside kept.
+
+    The one normalisation of texts: ingest applies it to every text it reads, and
+    :func:`in_train` compares texts under it. Texts are copied only if some need it;
+    Arrow stays Arrow (chunked or not), anything else becomes a string array.
+    """
+    if not isinstance(texts, pa.Array | pa.ChunkedArray):
+        texts = pa.array(texts, pa.string())
+    if pc.any(pc.match_substring_regex(texts, EDGE_SPACE)).as_py():
+        return pc.utf8_trim_whitespace(texts)
+    return texts
+
+
+def in_train(train: Texts, texts: Texts) -> np.ndarray:
+    """Which of ``texts`` occur in ``train``: a boolean mask, exact match after :func:`strip_edges`.
+
+    The mask of the evaluation rows a model may score by memory; the rest (``~mask``)
+    is a split's *unseen* part. Both sides are stripped of edge whitespace and then
+    compared code point for code point: no case folding, no Unicode normalisation, no
+    change inside a text. :func:`leakage` counts with this mask; the baseline and
+    evaluate stages score the unseen part with it.
+    """
+    train, texts = _flat(strip_edges(train)), _flat(strip_edges(texts))
+    # Hash only ``texts`` (an evaluation split, small), then only the train texts they share.
+    shared = pc.unique(train.filter(pc.is_in(train, value_set=texts)))
+    return pc.is_in(texts, value_set=shared).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def leakage(train: Texts, others: list[Texts]) -> dict:
+    """How many evaluation texts also occur in train, as :func:`in_train` matches them.
 
     ``validation_in_train`` / ``test_in_train``: rows of that split whose text is a
     train text (a model can score them by memory); ``train_in_validation_or_test``:
     train rows whose text occurs in either, the rows ``data.dedupe`` removes;
-    ``train_mask`` marks them.
+    ``train_mask`` (an Arrow boolean array) marks them.
     """
     validation, test = others
-    # Hash only the (small) evaluation texts, then only the train texts they share.
-    mask = pc.is_in(train, value_set=pa.concat_arrays([_flat(validation), _flat(test)]))
-    shared = pc.unique(_flat(train.filter(mask)))
+    evaluation = pa.concat_arrays([_flat(strip_edges(validation)), _flat(strip_edges(test))])
+    train_mask = pa.array(in_train(evaluation, train))
     return {
-        "validation_in_train": pc.sum(pc.is_in(validation, value_set=shared)).as_py() or 0,
-        "test_in_train": pc.sum(pc.is_in(test, value_set=shared)).as_py() or 0,
-        "train_in_validation_or_test": pc.sum(mask).as_py() or 0,
-        "train_mask": mask,
+        "validation_in_train": int(in_train(train, validation).sum()),
+        "test_in_train": int(in_train(train, test).sum()),
+        "train_in_validation_or_test": int(train_mask.to_numpy(zero_copy_only=False).sum()),
+        "train_mask": train_mask,
     }
 
 

@@ -18,24 +18,101 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerBase
 
-from scratchformer.config import ConfigError, ProbeConfig
+from scratchformer.config import ConfigError, ProbeConfig, UserError
 from scratchformer.data.hub import check_hub_reachable, is_local
-from scratchformer.files import atomic_dir
+from scratchformer.files import atomic_dir, restore_dir
 
 log = logging.getLogger(__name__)
 
 
+# The tokenizer classes save_tokenizer writes (transformers 5 names its fast BERT tokenizer
+# BertTokenizer; transformers 4 wrote BertTokenizerFast): the only ones a saved folder may name.
+SAVED_CLASSES = ("BertTokenizer", "BertTokenizerFast")
+TOKENIZER_CONFIG = "tokenizer_config.json"
+TOKENIZER_FILE = "tokenizer.json"  # the vocabulary and rules the Rust tokenizer reads
+CODE_KEY = "auto_map"  # transformers' pointer at Python files to import from the folder
+
+
+class UnsafeFolderError(UserError, ValueError):
+    """A folder asks for code of its own to be run, or names a class this project never writes; nothing ran."""
+
+
+def read_json_object(path: Path) -> dict:
+    """A JSON object from ``path``; anything else is an UnsafeFolderError naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UnsafeFolderError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(data, dict):
+        raise UnsafeFolderError(f"{path}: not a JSON object")
+    return data
+
+
+def refuse_code(path: Path, data: dict) -> None:
+    """Refuse a config that points transformers at code in its folder (``auto_map``), before transformers sees it.
+
+    transformers imports such code when asked to trust it, and asks on stdin when not
+    told either way; this project runs no code from a folder it reads, so it never asks.
+    """
+    if CODE_KEY in data:
+        target = json.dumps(data[CODE_KEY], ensure_ascii=False)
+        target = target if len(target) <= 80 else target[:77] + "..."
+        raise UnsafeFolderError(
+            f"{path}: key {CODE_KEY!r} points at code in the folder ({target}); "
+            "scratchformer never runs code from a folder it loads: remove the key, or re-export the model"
+        )
+
+
 def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenizerBase:
-    """A fast tokenizer from a hub id (at ``revision``) or a local folder (vocab.txt + tokenizer_config.json)."""
+    """A fast tokenizer from a hub id (at ``revision``) or a local folder (vocab.txt + tokenizer_config.json).
+
+    No code from the folder or the hub repository runs (``trust_remote_code=False``,
+    and a local folder whose configs carry ``auto_map`` is refused before transformers
+    reads them). A folder from someone else is read with :func:`load_saved_tokenizer`,
+    which also accepts only the classes this project writes.
+    """
+    restore_dir(Path(name).expanduser())  # a folder a killed save_tokenizer left aside (files.atomic_dir)
     if is_local(name):
         if revision:
             log.warning("tokenizer.revision=%s is ignored: %s is a local folder", revision, name)
+        folder = Path(name).expanduser()
+        configs = [folder / file for file in (TOKENIZER_CONFIG, "config.json") if (folder / file).is_file()]
+        for path in configs:
+            refuse_code(path, read_json_object(path))
         revision = None
     else:
-        check_hub_reachable(name, "tokenizer.name")
-    tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True, revision=revision)
+        check_hub_reachable(name, "tokenizer.name", "model")
+    tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True, revision=revision, trust_remote_code=False)
+    return _checked(tokenizer, name)
+
+
+def load_saved_tokenizer(folder: str | Path) -> PreTrainedTokenizerBase:
+    """The tokenizer :func:`save_tokenizer` wrote into ``folder`` (or a model folder), running nothing from it.
+
+    Its ``tokenizer_config.json`` must name one of :data:`SAVED_CLASSES` and carry no
+    ``auto_map``; the class is then built directly (no Auto* lookup, which would read the
+    folder's config.json and could import the folder's code), from local files only.
+    """
+    folder = Path(folder)
+    restore_dir(folder)  # a folder a killed write left aside (files.atomic_dir's fallback)
+    path = folder / TOKENIZER_CONFIG
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: no saved tokenizer in {folder}")
+    data = read_json_object(path)
+    refuse_code(path, data)
+    named = data.get("tokenizer_class")
+    if named not in SAVED_CLASSES:
+        raise UnsafeFolderError(
+            f"{path}: key 'tokenizer_class' is {named!r}; scratchformer loads only the tokenizers it saves "
+            f"({', '.join(SAVED_CLASSES)})"
+        )
+    tokenizer = BertTokenizer.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+    return _checked(tokenizer, str(folder))
+
+
+def _checked(tokenizer: PreTrainedTokenizerBase, name: str) -> PreTrainedTokenizerBase:
     if not tokenizer.is_fast:
         raise ValueError(f"tokenizer {name!r} has no fast (Rust) implementation")
     if tokenizer.pad_token_id is None:

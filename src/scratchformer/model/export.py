@@ -24,10 +24,18 @@ import safetensors
 import safetensors.torch
 import torch
 
-from scratchformer.config import ConfigError, ModelConfig, section
+from scratchformer.config import ModelConfig
+from scratchformer.data.tokenization import refuse_code
 from scratchformer.files import atomic_dir
 from scratchformer.model.checkpoint import CorruptFileError, class_names, restore
 from scratchformer.model.classifier import Classifier, Ensemble, TransformerClassifier
+from scratchformer.model.folder_checks import (
+    MODEL_TYPE,
+    check_config,
+    check_counts,
+    check_shapes,
+    weight_shapes,
+)
 from scratchformer.model.naive_bayes import NBLogistic
 
 FORMAT = "scratchformer-classifier"
@@ -43,7 +51,13 @@ def folder_config(model: Classifier, info: dict) -> dict:
     """config.json of ``model``; ``info`` is the checkpoint's (class names, the tokenizer's max_len)."""
     members = list(model.members) if isinstance(model, Ensemble) else [model]
     nb = model.nb if isinstance(model, Ensemble) else None
+    names = class_names(info, model.config.num_classes)
     return {
+        # The Hub's keys: what the model is and its labels, in the words other tools read.
+        "model_type": MODEL_TYPE,
+        "architectures": [type(model).__name__],
+        "id2label": {str(i): name for i, name in enumerate(names)},
+        "label2id": {name: i for i, name in enumerate(names)},
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "model": dataclasses.asdict(model.config),
@@ -51,7 +65,7 @@ def folder_config(model: Classifier, info: dict) -> dict:
         "pad_id": model.pad_id,
         "members": len(members),
         "nb": None if nb is None else {"max_n": nb.max_n, "buckets": nb.buckets},
-        "class_names": class_names(info, model.config.num_classes),
+        "class_names": names,
         # Texts longer than this were cut when the model was trained and evaluated; predict cuts them the same.
         "tokenizer_max_len": info.get("tokenizer_max_len", model.config.max_len),
     }
@@ -87,6 +101,7 @@ def read_config(folder: Path) -> dict:
         raise CorruptFileError(f"{path} is not valid JSON ({err}): {restore(folder)}") from err
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise CorruptFileError(f"{path} is not a scratchformer model's config (format {FORMAT!r}): {restore(folder)}")
+    refuse_code(path, config)
     missing = [key for key in REQUIRED if key not in config]
     if missing:
         raise CorruptFileError(f"{path} lacks {', '.join(missing)}: {restore(folder)}")
@@ -98,16 +113,12 @@ def read_config(folder: Path) -> dict:
     return config
 
 
-def build(config: dict, path: Path) -> Classifier:
-    """The untrained network config.json describes (``path`` names the file in errors)."""
-    try:
-        model_config = section(ModelConfig, config["model"], "model")
-        vocab_size, pad_id, k, nb = config["vocab_size"], config["pad_id"], config["members"], config["nb"]
-        members = [TransformerClassifier(model_config, vocab_size, pad_id) for _ in range(k)]
-        if nb is not None:
-            nb = NBLogistic(nb["max_n"], nb["buckets"], vocab_size, model_config.num_classes, pad_id)
-    except (ConfigError, KeyError, TypeError, ValueError, RuntimeError) as err:
-        raise CorruptFileError(f"{path} does not describe a model this scratchformer builds ({err})") from err
+def build(config: dict, model_config: ModelConfig) -> Classifier:
+    """The untrained network config.json describes (its sizes already checked by :func:`check_config`)."""
+    vocab_size, pad_id, k, nb = config["vocab_size"], config["pad_id"], config["members"], config["nb"]
+    members = [TransformerClassifier(model_config, vocab_size, pad_id) for _ in range(k)]
+    if nb is not None:
+        nb = NBLogistic(nb["max_n"], nb["buckets"], vocab_size, model_config.num_classes, pad_id)
     return members[0] if k == 1 and nb is None else Ensemble(members, nb)
 
 
@@ -115,30 +126,35 @@ def load_folder(folder: str | Path, device: str | torch.device = "cpu") -> tuple
     """Rebuild the model from a folder :func:`save_folder` wrote, in eval mode; also its info.
 
     The info holds what :func:`~scratchformer.model.checkpoint.load_checkpoint` gives
-    for a ``.pt``: ``class_names`` and ``tokenizer_max_len``.
+    for a ``.pt``: ``class_names`` and ``tokenizer_max_len``. Nothing
+    is allocated before config.json and the weights' header agree (see
+    :mod:`~scratchformer.model.folder_checks`).
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no model folder; run `dvc repro` first (the export stage writes it)")
     config = read_config(folder)
-    model = build(config, folder / CONFIG)
+    model_config = check_config(config, folder / CONFIG)
     path = folder / WEIGHTS
     if not path.is_file():
         raise CorruptFileError(f"{path} is missing: {restore(folder)}")
     try:
-        tensors = safetensors.torch.load_file(path, device="cpu")
+        shapes = weight_shapes(path)
     except safetensors.SafetensorError as err:
         raise CorruptFileError(f"{path} is truncated or damaged ({err}): {restore(folder)}") from err
+    check_counts(config, model_config, shapes, path, folder / CONFIG)
+    with torch.device("meta"):  # names and shapes only: no memory behind them
+        why = check_shapes(build(config, model_config), shapes)
+    if why is not None:
+        raise CorruptFileError(f"{path} does not match {folder / CONFIG} ({why}): {restore(folder)}")
+    model = build(config, model_config)
     try:
-        model.load_state_dict(tensors)
-    except RuntimeError as err:  # tensors missing, unexpected or of another shape than config.json says
-        lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()] or [str(err).strip()]
-        why = lines[0].rstrip(".") + (f", and {len(lines) - 1} more" if len(lines) > 1 else "")
-        raise CorruptFileError(f"{path} does not match {folder / CONFIG} ({why}): {restore(folder)}") from err
-    names = config["class_names"]
-    if len(names) != model.config.num_classes:
-        raise CorruptFileError(
-            f"{folder / CONFIG} names {len(names)} classes but the model has {model.config.num_classes} outputs"
-        )
-    info = {"class_names": [str(n) for n in names], "tokenizer_max_len": config["tokenizer_max_len"]}
+        model.load_state_dict(safetensors.torch.load_file(path, device="cpu"))
+    except (safetensors.SafetensorError, RuntimeError) as err:  # damaged past the header; a dtype torch refuses
+        cause = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise CorruptFileError(f"{path} is truncated or damaged ({cause}): {restore(folder)}") from err
+    info = {
+        "class_names": list(config["class_names"]),
+        "tokenizer_max_len": config["tokenizer_max_len"],
+    }
     return model.to(device).eval(), info

@@ -14,7 +14,7 @@ against the rest) and one column of weights per class.
 It reads the same token ids as the Transformer (bert-base-chinese splits Chinese
 into characters, so token n-grams are character n-grams), hashes the 2..max_n-grams
 like :mod:`scratchformer.model.ngrams`, and has no parameter in common with the
-Transformer members: it is fit after them, on the train split alone, in one
+Transformer members: it is fit before them, on the train split alone, in one
 full-batch L-BFGS run, and makes different mistakes. :class:`~scratchformer.model.classifier.Ensemble`
 gives it the same weight as all Transformer members together.
 """

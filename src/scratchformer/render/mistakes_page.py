@@ -14,12 +14,12 @@ from scratchformer.analysis.mistakes import ErrorReport, Mistake, SuspectLabel, 
 from scratchformer.render import markdown
 
 _CODE = re.compile(r"`([^`]+)`")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~-])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~$&-])")
 
 
 def _md(text: str) -> str:
-    """``text`` with Markdown's active characters escaped (safe inside a table cell)."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    """``text`` with Markdown's active characters ($ math and & entities too) escaped, on one line (a table cell)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.splitlines()))
 
 
 def _joined(tokens: list[Token]) -> list[tuple[str, Token]]:
@@ -45,9 +45,10 @@ def _describe(report: ErrorReport) -> list[str]:
         "occur more often in mistakes than in correct answers.",
         "",
         f"In each text the {c.highlight} most relevant tokens are marked. Relevance is the one `scratchformer "
-        "predict` prints: the pooled sentence vector followed back through the last layer's attention "
-        "(src/scratchformer/analysis/relevance.py); it sums to 1 over a text. The text is the tokens the model read "
-        "([CLS] and [SEP] left out; a long review is cut at tokenizer.max_len).",
+        "predict` prints: integrated gradients of the predicted class's logit margin, per token "
+        "(src/scratchformer/analysis/relevance.py), signed toward the wrong class predicted: + pushed toward the "
+        "mistake, − against it. Marking and shading use its magnitude, whichever way a token pushed. The text is "
+        "the tokens the model read ([CLS] and [SEP] left out; a long review is cut at tokenizer.max_len).",
         "",
         f"A true label marked {SUSPECT} is one that looks wrong itself: cleanlab flags it from the probabilities "
         "of an NB-LR that never saw the review (plots/label_issues/validation.csv). There the model may well be "
@@ -81,7 +82,7 @@ def _md_text(tokens: list[Token]) -> str:
 
 
 def _top(m: Mistake) -> list[Token]:
-    return sorted((t for t in m.tokens if t.marked), key=lambda t: -t.relevance)
+    return sorted((t for t in m.tokens if t.marked), key=lambda t: -abs(t.relevance))
 
 
 def to_markdown(report: ErrorReport) -> str:
@@ -89,7 +90,7 @@ def to_markdown(report: ErrorReport) -> str:
     lines = [f"# Why is it wrong: the most confident mistakes on {report.split}", "", *_describe(report), ""]
     rows = []
     for i, m in enumerate(report.mistakes, start=1):
-        top = ", ".join(f"{_md(t.text)} {t.relevance:.3f}" for t in _top(m))
+        top = ", ".join(f"{_md(t.text)} {t.relevance:+.3f}" for t in _top(m))
         rows.append([i, m.row, _md(_true(m)), _md(m.predicted), f"{m.probability:.4f}", top, _md_text(m.tokens)])
     if not report.mistakes:
         rows.append(["—", "", "", "", "", "", "no mistakes"])
@@ -123,7 +124,7 @@ def _suspect_row(i: int, s: SuspectLabel, escape) -> list:
     return [i, s.row, escape(s.label), escape(s.suggested), f"{s.score:.4f}", escape(s.model), escape(s.text)]
 
 
-SHADES = 5  # relevance is drawn in this many steps of red; the weakest step is left plain
+SHADES = 5  # |relevance| is drawn in this many steps of red; the weakest step is left plain
 
 _STYLE = """
 body { font-family: "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif; max-width: 70em;
@@ -137,20 +138,20 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 
 
 def _html_text(tokens: list[Token]) -> str:
-    """The text, each token shaded by its relevance (the text's most relevant at full strength).
+    """The text, each token shaded by its |relevance| (the text's largest at full strength).
 
     Shading is in ``SHADES`` classes and only shaded or marked tokens get a
-    ``<span>`` (its title gives the relevance), which keeps the page small.
+    ``<span>`` (its title gives the signed relevance), which keeps the page small.
     """
-    peak = max((t.relevance for t in tokens), default=0.0) or 1.0
+    peak = max((abs(t.relevance) for t in tokens), default=0.0) or 1.0
     parts = []
     for shown, t in _joined(tokens):
-        shade = round(t.relevance / peak * SHADES)
+        shade = round(abs(t.relevance) / peak * SHADES)
         if shade == 0 and not t.marked:
             parts.append(html.escape(shown))
             continue
         classes = " ".join([f"s{shade}"] * bool(shade) + ["top"] * t.marked)
-        parts.append(f'<span class="{classes}" title="{t.relevance:.4f}">{html.escape(shown)}</span>')
+        parts.append(f'<span class="{classes}" title="{t.relevance:+.4f}">{html.escape(shown)}</span>')
     return "".join(parts)
 
 
@@ -183,7 +184,7 @@ def to_html(report: ErrorReport) -> str:
 {intro}
 <h2>The {len(report.mistakes)} most confident mistakes</h2>
 <table>
-<tr><th>#</th><th>row</th><th>true</th><th>predicted</th><th>P(predicted)</th><th>text (shaded by relevance)</th></tr>
+<tr><th>#</th><th>row</th><th>true</th><th>predicted</th><th>P(predicted)</th><th>text (shaded by |relevance|)</th></tr>
 {rows}
 </table>
 <h2>Tokens over-represented in the mistakes</h2>

@@ -1,18 +1,23 @@
 """The model card: the README.md of the exported model folder (:mod:`scratchformer.model.export`).
 
 A pure function of the folder's config.json, the params and the metrics: no dates,
-host names or absolute paths, so a rerun writes the same bytes.
+host names or absolute paths, so a rerun writes the same bytes. What came from the data
+or the params (class names, param values, the data source) is escaped wherever it lands:
+inert Markdown in the text and tables (:func:`~scratchformer.render.markdown.plain`), a
+YAML string in the front matter (``yaml.safe_dump`` quotes it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from scratchformer.config import Params
 from scratchformer.config.checks import looks_like_path
+from scratchformer.render.markdown import code, plain
 
 FOLDER = "models/classifier"  # where the pipeline writes the folder; the card names no other path
 
@@ -22,7 +27,7 @@ def _value(value: Any) -> str:
         return "none"
     if isinstance(value, float):
         return f"{value:g}"
-    return str(value).replace("|", "\\|")
+    return plain(value)
 
 
 def _table(rows: list[tuple[str, Any]], head: tuple[str, str] = ("", "")) -> str:
@@ -64,15 +69,59 @@ def _results(evaluation: dict) -> str:
     return table
 
 
+def _source(params: Params) -> str:
+    """data.source as the card may name it: a hub id, or "a local folder" (its path is this machine's)."""
+    source = params.data.source
+    return f"a local folder ({Path(source).name or source})" if looks_like_path(source) else source
+
+
+def _model_index(params: Params, evaluation: dict) -> list[dict]:
+    """The Hub's ``model-index``: one result per evaluated split, with the scores the card's table shows."""
+    local = looks_like_path(params.data.source)
+    dataset = {"name": _source(params), "type": "local" if local else params.data.source}
+    results = []
+    for split in ("validation", "test"):
+        scores = evaluation.get(split)
+        if not scores:
+            continue
+        metrics = [
+            {"type": "accuracy", "value": scores["accuracy"], "name": f"{split} accuracy"},
+            {"type": "f1", "value": scores["f1"], "name": f"{split} macro F1", "args": {"average": "macro"}},
+        ]
+        results.append(
+            {
+                "task": {"type": "text-classification", "name": "Text Classification"},
+                "dataset": {**dataset, "split": split},
+                "metrics": metrics,
+            }
+        )
+    return [{"name": "scratchformer", "results": results}] if results else []
+
+
 def _header(params: Params, evaluation: dict) -> str:
-    """The card's metadata, in the YAML block the Hugging Face Hub reads (language, license, data, task)."""
+    """The card's metadata, in the YAML block the Hugging Face Hub reads (language, license, data, task, scores)."""
     meta: dict[str, Any] = {"language": "zh", "license": "mit", "library_name": "scratchformer"}
     if not looks_like_path(params.data.source):  # a hub dataset id; a local folder names nothing others can find
         meta["datasets"] = [params.data.source]
     meta["metrics"] = ["accuracy", "f1"]
     meta["pipeline_tag"] = "text-classification"
     meta["tags"] = ["transformer-from-scratch", "dvc"]
-    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---"
+    index = _model_index(params, evaluation)
+    if index:
+        meta["model-index"] = index
+    # safe_dump quotes every string that needs it; width: no line folding, so a long name stays one scalar.
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=float("inf")) + "---"
+
+
+def _revision(params: Params) -> str:
+    """What the card can truthfully say about which version of the data was read."""
+    if looks_like_path(params.data.source):
+        return (
+            "none: a local folder has no hub revision (the SHA-256 of each of its files is in data/inputs/corpus.json)"
+        )
+    if params.data.revision:
+        return params.data.revision
+    return "the newest when the pipeline ran (the commit read is in data/inputs/corpus.json)"
 
 
 def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
@@ -90,14 +139,14 @@ def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
                 f"part alone {parts['transformers']['accuracy']:.4f}, the blend {parts['accuracy']:.4f}"
             )
         lines.append(line + ".")
-    elif params.train.nb_ngrams and params.train.nb_role == "teacher":
+    elif params.nb.ngrams and params.nb.role == "teacher":
         lines.append(
-            f"- An n-gram model (NB-weighted logistic regression over token 1..{params.train.nb_ngrams}-grams) "
-            f"taught it during training (train.distill {params.train.distill:g}: that share of each target was "
+            f"- An n-gram model (NB-weighted logistic regression over token 1..{params.nb.ngrams}-grams) "
+            f"taught it during training (nb.distill {params.nb.distill:g}: that share of each target was "
             "the n-gram model's probabilities on the noised text"
             + (
-                f", each text taught by one of {params.train.distill_folds} such models, the one fit without it"
-                if params.train.distill_folds > 1
+                f", each text taught by one of {params.nb.distill_folds} such models, the one fit without it"
+                if params.nb.distill_folds > 1
                 else ""
             )
             + "); it is not part of this folder, which holds the network alone."
@@ -113,10 +162,8 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
     """
     names = config["class_names"]
     rows = data_report.get("rows", {})
-    data = params.data
-    revision = data.revision or "the newest when the pipeline ran (the commit read is in data/inputs/corpus.json)"
     recipe = [("seed", params.seed)]
-    recipe += [(f"train.{k}", v) for k, v in dataclasses.asdict(params.train).items()]
+    recipe += [(f"{at}.{k}", v) for at in ("train", "nb") for k, v in dataclasses.asdict(getattr(params, at)).items()]
     recipe += [("pretrain.epochs (masked-LM pretraining; 0 = none)", params.pretrain.epochs)]
     model_rows = [(f"model.{k}", v) for k, v in config["model"].items()]
     model_rows += [("vocabulary size", config["vocab_size"]), ("parameters", f"{parameters:,}")]
@@ -128,7 +175,7 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
     sections = [
         _header(params, evaluation),
         "# scratchformer: a Transformer text classifier trained from scratch",
-        f"A text classifier with {len(names)} classes ({', '.join(names)}): {_architecture(config)}. "
+        f"A text classifier with {len(names)} classes ({', '.join(map(plain, names))}): {_architecture(config)}. "
         "Every layer is written by hand in PyTorch and trained from random initialisation "
         "(no pretrained language model); the tokenizer's vocabulary is borrowed, its weights are not. "
         "It was made by the scratchformer DVC pipeline (`dvc repro`), whose code is MIT-licensed.",
@@ -136,15 +183,15 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
         "## Training data\n\n"
         + _table(
             [
-                ("source (data.source)", data.source),
-                ("revision", revision),
+                ("source (data.source)", _source(params)),
+                ("revision", _revision(params)),
                 *((f"{split} rows", rows[split]) for split in ("train", "validation", "test") if split in rows),
                 ("classes", ", ".join(names)),
             ]
         )
         + "\n\nThe model was fit on the train split, its epoch chosen on validation; test was not looked at.",
         "## Model\n\n" + _table(model_rows),
-        f"## Tokenizer\n\n`{params.tokenizer.name}` (its files are in this folder). Texts are cut to "
+        f"## Tokenizer\n\n{code(params.tokenizer.name)} (its files are in this folder). Texts are cut to "
         f"{config['tokenizer_max_len']} tokens, [CLS] and [SEP] included, as in training; predict says when it cut.",
         "## Training\n\n" + _table(recipe),
         "## Intended use and limits\n\n"

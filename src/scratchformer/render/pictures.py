@@ -3,13 +3,17 @@
 Everything is drawn from files the train stage wrote (dvclive curves, probe
 snapshots); nothing here touches the model. Chinese tokens are drawn with Noto
 Sans CJK SC, shipped by the ``mplfonts`` package, so they render as glyphs on a
-machine with no CJK system font.
+machine with no CJK system font. Every text is drawn as the characters it holds
+(:func:`plain_text`): a class name, token or review that contains ``$`` is not math.
 """
 
 from __future__ import annotations
 
+import functools
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import imageio.v3 as iio
 import matplotlib
@@ -24,6 +28,24 @@ from matplotlib.figure import Figure
 from scratchformer.files import write_atomic
 
 CJK_FONT_FILE = "NotoSansCJKsc-Regular.otf"
+F = TypeVar("F", bound=Callable)
+
+
+def plain_text(draw: F) -> F:
+    """Run ``draw`` with matplotlib reading no text as math (mathtext or TeX), then put the setting back.
+
+    Class names, tokens and texts come from the data; matplotlib would read "$...$" in
+    them as mathtext and fail on "$$" or "$\\frac{1}$" (after a whole training run, in
+    visualize). A text takes the setting when it is made, and tick labels are made when the
+    figure is drawn, so saving a figure needs it too; the rest of a notebook keeps its own.
+    """
+
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        with plt.rc_context({"text.parse_math": False, "text.usetex": False}):
+            return draw(*args, **kwargs)
+
+    return drawn  # type: ignore[return-value]
 
 
 def use_cjk_font() -> str:
@@ -40,6 +62,7 @@ def use_cjk_font() -> str:
     return name
 
 
+@plain_text
 def save_figure(fig: Figure, path: Path, dpi: int = 120) -> None:
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight"))
     plt.close(fig)
@@ -50,6 +73,7 @@ def read_curve(live_dir: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(live_dir / "plots" / "metrics" / f"{name}.tsv", sep="\t")
 
 
+@plain_text
 def loss_figure(live_dir: Path, label_smoothing: float = 0.0) -> Figure:
     """Step losses (the training objective) and per-epoch train/validation cross-entropy.
 
@@ -77,6 +101,7 @@ def loss_figure(live_dir: Path, label_smoothing: float = 0.0) -> Figure:
     return fig
 
 
+@plain_text
 def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
     steps = read_curve(live_dir, "step/grad_norm")
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -91,6 +116,7 @@ def grad_norm_figure(live_dir: Path, clip: float) -> Figure:
     return fig
 
 
+@plain_text
 def diagnostics_figure(live_dir: Path) -> Figure:
     """Left: each layer's gradient norm before clipping over training. Right: every head's attention entropy per epoch.
 
@@ -140,6 +166,7 @@ def _group_order(path: Path) -> tuple[int, int]:
     return (2, 0)
 
 
+@plain_text
 def heatmap_figure(probe: dict) -> Figure:
     """Every head of the probe layer after training: T x T attention, query rows, key columns."""
     final = np.array(probe["snapshots"][-1]["attention"])  # (H, T, T)
@@ -188,6 +215,7 @@ def _evolution_axes(ax, probe: dict, head: int):
     return im
 
 
+@plain_text
 def evolution_figure(probe: dict, head: int) -> Figure:
     fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(probe["tokens"])), 3.5))
     im = _evolution_axes(ax, probe, head)
@@ -197,6 +225,7 @@ def evolution_figure(probe: dict, head: int) -> Figure:
     return fig
 
 
+@plain_text
 def all_heads_evolution_figure(probe: dict) -> Figure:
     H = _n_heads(probe)
     fig, axes = plt.subplots(H, 1, figsize=(max(8, 0.45 * len(probe["tokens"])), 2.6 * H), squeeze=False)
@@ -208,6 +237,7 @@ def all_heads_evolution_figure(probe: dict) -> Figure:
     return fig
 
 
+@plain_text
 def evolution_frames(probe: dict, head: int) -> list[np.ndarray]:
     """One RGB frame per snapshot: the query's attention over the tokens as bars."""
     tokens = probe["tokens"]
@@ -233,6 +263,7 @@ def evolution_frames(probe: dict, head: int) -> list[np.ndarray]:
     return frames
 
 
+@plain_text
 def confusion_figure(table: dict, title: str) -> Figure:
     """Counts with the class names on both axes (rows: actual, columns: predicted)."""
     counts = np.array(table["counts"])  # (K, K)
@@ -274,35 +305,46 @@ def plotted_weights(probe: dict, head: int) -> dict:
     }
 
 
-def relevance_figure(rows: list[tuple[str, list[str], list[float]]], marked: int = 3) -> Figure:
-    """One bar chart per text: each token's relevance, the tokens on the axis in reading order.
+CLASS_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+AWAY_COLOUR = "tab:gray"  # with more than two classes, a push away from the label names no one class
 
-    ``rows`` holds ``(title, tokens, relevance)`` per text, special tokens already
-    left out, so there is one bar per token the text is made of. The ``marked``
-    most relevant bars are drawn in red: the tokens `predict` lists first. Relevance is a
-    token's share of the decision, never negative, so no colour means a class; the legend
-    says what red and blue do mean. Titles and tokens are drawn as plain text
+
+@plain_text
+def relevance_figure(rows: list[tuple[str, list[str], list[float], str]], class_names: list[str]) -> Figure:
+    """One bar chart per text: each token's signed relevance, the tokens on the axis in reading order.
+
+    ``rows`` holds ``(title, tokens, relevance, label)`` per text, special tokens already
+    left out, so there is one bar per token the text is made of; relevance is toward
+    ``label`` (the predicted class), so a bar above 0 pushed toward it and one below
+    away from it. A bar takes the colour of the class it pushed toward, the same colour
+    for a class in every chart: with two classes a bar below 0 pushed toward the other
+    class; with more, it is grey (away from ``label``, toward no one class). Each chart's
+    legend names the class of each colour. Titles and tokens are drawn as plain text
     (``parse_math=False``): a review holding ``$`` is not matplotlib mathtext.
     """
     from matplotlib.patches import Patch
 
     if not rows:
         raise ValueError("no text to draw")
-    longest = max(len(tokens) for _, tokens, _ in rows)
+    colour = {name: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, name in enumerate(class_names)}
+    longest = max(len(tokens) for _, tokens, _, _ in rows)
     width = min(40.0, max(6.0, 0.32 * longest + 1.5))  # inches; 40 keeps a 256-token text drawable
     fig, axes = plt.subplots(len(rows), 1, figsize=(width, 2.6 * len(rows)), squeeze=False)
-    for ax, (title, tokens, relevance) in zip(axes[:, 0], rows, strict=True):
-        top = set(np.argsort(-np.asarray(relevance), kind="stable")[:marked].tolist())
-        colors = ["crimson" if i in top else "steelblue" for i in range(len(tokens))]
-        ax.bar(range(len(tokens)), relevance, color=colors)
+    for ax, (title, tokens, relevance, label) in zip(axes[:, 0], rows, strict=True):
+        if label not in colour:
+            raise ValueError(f"label {label!r} of {title!r} is not one of the classes {class_names}")
+        others = [name for name in class_names if name != label]
+        away, away_colour = (
+            (f"toward {others[0]}", colour[others[0]]) if len(others) == 1 else (f"away from {label}", AWAY_COLOUR)
+        )
+        colours = [colour[label] if r >= 0 else away_colour for r in relevance]
+        ax.bar(range(len(tokens)), relevance, color=colours)
+        ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(tokens)), tokens, fontsize=9 if len(tokens) <= 80 else 6, parse_math=False)
         ax.set_xlim(-0.6, len(tokens) - 0.4)
-        ax.set_ylabel("relevance")
+        ax.set_ylabel(f"relevance toward\n{label} (logits)", parse_math=False)
         ax.set_title(title, loc="left", fontsize=10, parse_math=False)
-        legend = [
-            Patch(color="crimson", label=f"the {marked} most relevant tokens (listed first)"),
-            Patch(color="steelblue", label="the other tokens; relevance is a share of the decision, toward no class"),
-        ]
+        legend = [Patch(color=colour[label], label=f"toward {label}"), Patch(color=away_colour, label=away)]
         ax.legend(handles=legend, loc="upper right", fontsize=7, framealpha=0.8)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

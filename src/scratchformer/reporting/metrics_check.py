@@ -3,9 +3,13 @@
 Two kinds of number live in ``metrics/``, and they travel differently between machines:
 
 * **exact**: counts, and the fractions made of counts (accuracy, F1, per-class scores,
-  supports, row counts, epochs, best epoch, parameters, flags). A prediction is an argmax,
-  so these are identical on any machine unless a prediction flips, and a flip is a real
-  difference worth stopping for.
+  supports, row counts, epochs, best epoch, parameters, flags), and what is computed from
+  the predictions alone: the unseen part's scores and ``n``, the Wilson intervals
+  (``accuracy_ci95.lo``/``.hi``, a closed form of the counts) and ``vs_best_baseline``
+  (its baseline's name, the difference and its bootstrap interval: the same predictions
+  resampled with a fixed seed by numpy's platform-independent generator). A prediction
+  is an argmax, so these are identical on any machine unless a prediction flips, and a
+  flip is a real difference worth stopping for.
 * **measured**: floats that sum thousands of rounded products (losses, gradient norms,
   entropies, the acceptance errors). Another CPU runs other kernels (AVX-512 vs AVX2),
   another thread count splits the sums differently, and the last bits move. They are

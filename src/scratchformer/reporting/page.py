@@ -3,6 +3,11 @@
 A report is a list of sections; each holds short notes, at most one table and pictures
 shown side by side (one panel per revision). Markdown links the PNGs beside it; HTML
 embeds them as data URIs, so the one file can be mailed or attached.
+
+A title, a table's header and cells and a picture's captions are plain text: param values,
+metric keys and revision names are whatever a user chose, so both renderings escape them
+(:func:`~scratchformer.render.markdown.plain`, :func:`html.escape`). A note is Markdown
+(code spans, bold, backslash escapes); whoever writes one escapes what it embeds.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ def fmt(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Table:
+    """Plain text cells: nothing in them formats, links or embeds HTML in either rendering."""
+
     header: list[str]
     rows: list[list[str]]
 
@@ -59,40 +66,58 @@ class Report:
 
 
 def markdown_table(table: Table) -> str:
-    return markdown.table(
-        list(map(markdown.escape, table.header)), ([markdown.escape(c) for c in r] for r in table.rows)
-    )
+    return markdown.table(list(map(markdown.plain, table.header)), ([markdown.plain(c) for c in r] for r in table.rows))
 
 
 def _md_picture(picture: Picture) -> str:
-    images = [f"![{picture.title}, {caption}](images/{name})" if name else ABSENT for caption, name in picture.panels]
+    alt = markdown.plain(picture.title)
+    images = [
+        f"![{alt}, {markdown.plain(caption)}](images/{name})" if name else ABSENT for caption, name in picture.panels
+    ]
     if len(picture.panels) == 1:  # one figure already holding both revisions (an overlay)
         return images[0]
-    return markdown_table(Table([caption for caption, _ in picture.panels], [images]))
+    return markdown.table([markdown.plain(caption) for caption, _ in picture.panels], [images])
 
 
 def to_markdown(report: Report, level: int = 1) -> str:
     """The report as Markdown; ``level`` is the title's heading level (sections one below)."""
-    parts = [f"{'#' * level} {report.title}"]
+    parts = [f"{'#' * level} {markdown.plain(report.title)}"]
     for section in report.sections:
-        parts.append(f"{'#' * (level + 1)} {section.title}")
+        parts.append(f"{'#' * (level + 1)} {markdown.plain(section.title)}")
         parts += section.notes
         if section.table:
             parts.append(markdown_table(section.table))
-        parts += [f"**{picture.title}**\n\n{_md_picture(picture)}" for picture in section.pictures]
+        parts += [f"**{markdown.plain(p.title)}**\n\n{_md_picture(p)}" for p in section.pictures]
     return "\n\n".join(parts) + "\n"
 
 
+# A note's Markdown, in the order CommonMark reads it: a backslash escape, a code span (any fence
+# length; nothing inside it is read), bold (whose inside is read again).
+_NOTE = re.compile(r"\\([!-/:-@\[-`{-~])|(`+)(.+?)(?<!`)\2(?!`)|\*\*((?:\\.|[^*])+)\*\*")
+
+
 def _inline(text: str) -> str:
-    """Escape for HTML, keeping the Markdown code spans and bold that the notes use."""
-    text = html.escape(text)
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    """A note's Markdown as HTML: escapes, code spans and bold; everything else escaped as text."""
+    out, at = [], 0
+    for m in _NOTE.finditer(text):
+        out.append(html.escape(text[at : m.start()]))
+        if m.group(1) is not None:
+            out.append(html.escape(m.group(1)))
+        elif m.group(2) is not None:
+            inside = m.group(3)
+            if len(inside) > 1 and inside.startswith(" ") and inside.endswith(" "):
+                inside = inside[1:-1]
+            out.append(f"<code>{html.escape(inside)}</code>")
+        else:
+            out.append(f"<strong>{_inline(m.group(4))}</strong>")
+        at = m.end()
+    out.append(html.escape(text[at:]))
+    return "".join(out)
 
 
 def _html_table(table: Table) -> str:
-    head = "".join(f"<th>{_inline(h)}</th>" for h in table.header)
-    body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

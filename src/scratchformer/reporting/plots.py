@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from scratchformer.render.markdown import plain
 from scratchformer.reporting.page import ABSENT, Picture, Section
 
 
@@ -93,13 +94,13 @@ def render_plots(plots: dict, labels: tuple[str, str], images: Path) -> list[Sec
         vega = next((e for e in entries if e.get("type") == "vega"), None)
         present = set(_revisions(vega)) - missing.get(name, set()) if vega else set()
         if not present:
-            target.notes.append(f"{name}: {ABSENT} in both revisions.")
+            target.notes.append(plain(f"{name}: {ABSENT} in both revisions."))
             continue
         file = f"{slug(name)}.png"
         try:
             (images / file).write_bytes(vega_png(vega["content"], labels))
         except Exception as err:  # a spec vl-convert cannot draw is a note, not a lost report
-            target.notes.append(f"{name}: could not be drawn ({err}).")
+            target.notes.append(plain(f"{name}: could not be drawn ({err})."))
             continue
         absent = [label for label in labels if label not in present]
         title = name + (f" ({', '.join(absent)}: {ABSENT})" if absent else "")

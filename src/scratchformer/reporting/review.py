@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scratchformer.files import atomic_dir, write_text
+from scratchformer.render.markdown import code, plain
 from scratchformer.reporting.commands import ReportError, dvc_json, resolve_revision
 from scratchformer.reporting.page import ABSENT, Report, Section, Table, fmt, to_html, to_markdown
 from scratchformer.reporting.plots import relabel, render_plots
@@ -111,12 +112,12 @@ def acceptance_section(metrics: list[Row], params: list[Row], labels: tuple[str,
     section = Section("Acceptance")
     checks = [r for r in metrics if r.key.startswith("acceptance.")]
     if not checks:
-        section.notes.append(f"Neither {labels[0]} nor {labels[1]} has acceptance metrics.")
+        section.notes.append(plain(f"Neither {labels[0]} nor {labels[1]} has acceptance metrics."))
         return section
     limits = {r.key: r for r in params if r.key.startswith("acceptance.")}
     for flag in (r for r in checks if isinstance(r.old, bool) or isinstance(r.new, bool)):
         said = verdict(flag.old, flag.new, labels)
-        section.notes.append(f"**`{flag.key}`: {said}** ({cell(flag.old)} → {cell(flag.new)})")
+        section.notes.append(f"**{code(flag.key)}: {plain(said)}** ({plain(cell(flag.old))} → {plain(cell(flag.new))})")
     table = []
     for r in checks:
         if isinstance(r.old, bool) or isinstance(r.new, bool):
@@ -144,22 +145,33 @@ def without_metrics(metrics: list[Row], labels: tuple[str, str]) -> list[str]:
 
 
 def metrics_section(metrics: list[Row], labels: tuple[str, str]) -> Section:
-    """Every metric that changed (acceptance checks are above), and the n-gram baseline's rows always."""
-    section = Section("Metrics", notes=without_metrics(metrics, labels))
-    shown = [
-        r for r in metrics if not r.key.startswith("acceptance.") and (r.changed or "baseline" in Path(r.path).stem)
-    ]
+    """Every metric that changed (acceptance checks are above) first, then the n-gram baseline's unchanged rows.
+
+    What moved is what a reviewer came for: it leads the table, and the baseline's
+    unchanged rows (the reference a change is read against) follow it.
+    """
+    section = Section("Metrics", notes=[plain(note) for note in without_metrics(metrics, labels)])
+    metrics = [r for r in metrics if not r.key.startswith("acceptance.")]
+    moved = [r for r in metrics if r.changed]
+    reference = [r for r in metrics if not r.changed and "baseline" in Path(r.path).stem]
     if not metrics:
-        section.notes.append(f"Neither {labels[0]} nor {labels[1]} has metrics.")
-    elif not shown:
+        section.notes.append(plain(f"Neither {labels[0]} nor {labels[1]} has metrics."))
+    elif not moved and not reference:
         section.notes.append("No metric differs.")
     else:
-        hidden = sum(not r.key.startswith("acceptance.") for r in metrics) - len(shown)
-        left_out = f"; {hidden} unchanged left out" if hidden else ""
-        section.notes.append(f"The metrics that changed, and the n-gram baseline's{left_out}.")
+        hidden = len(metrics) - len(moved) - len(reference)
+        left_out = f"; {hidden} other unchanged left out" if hidden else ""
+        said = f"{len(moved)} metric{'s' * (len(moved) != 1)} changed" if moved else "No metric changed"
+        if moved and reference:
+            said += ": they come first, then"
+        elif reference:
+            said += ";"
+        if reference:
+            said += f" the n-gram baseline's {len(reference)} unchanged, for reference"
+        section.notes.append(f"{said}{left_out}.")
         section.table = Table(
             ["file", "metric", *labels, "change", "relative"],
-            [[r.path, r.key, cell(r.old), cell(r.new), *change(r.old, r.new)] for r in shown],
+            [[r.path, r.key, cell(r.old), cell(r.new), *change(r.old, r.new)] for r in moved + reference],
         )
     return section
 

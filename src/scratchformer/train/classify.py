@@ -21,8 +21,9 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold
 from scratchformer.train.diagnostics import attention_diagnostics, grouped_parameters
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import NOTHING, Loop, Settings, StepResult
-from scratchformer.train.run import Recorder
+from scratchformer.train.loop import NOTHING, Loop, StepResult
+from scratchformer.train.optim import Settings
+from scratchformer.train.recording import Recorder
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,13 @@ class History:
     def best(self) -> dict | None:
         """The record of the selected epoch (None before the first epoch ends)."""
         return self.epochs[self.best_epoch - 1] if self.best_epoch else None
+
+    def add(self, record: dict, evaluated: nn.Module, select: str) -> None:
+        """Epoch ``record``; the ``evaluated`` weights kept if it is the best so far under ``select``."""
+        if improves(record, self.best, select):
+            self.best_epoch = record["epoch"]
+            self.best_state = copy.deepcopy(evaluated.state_dict())
+        self.epochs.append(record)
 
     def as_state(self, weights: bool = True) -> dict:
         """Plain data for the resumable state (``History(**state)`` rebuilds it); without the best weights."""
@@ -169,51 +177,29 @@ def fit(
     config: TrainConfig,
     seed: int,
     device: torch.device,
+    *,
     recorder: Recorder = NOTHING,
     resume: dict | None = None,
     member: int = 0,
     world: World = ALONE,
     teacher: nn.Module | None = None,
+    distill: float = 0.0,
 ) -> History:
     """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
-    ``recorder`` (:class:`~scratchformer.train.run.Recorder`) receives each
-    step's record, each epoch's record with the evaluated weights, and at the
-    end of every epoch the state to carry on from. The selected epoch is the one
-    with the lowest validation loss, or the highest validation accuracy
-    (``config.select``); ties keep the earlier epoch. Epoch 0 is the untrained
-    model and is never selected.
-
-    Each step's ``loss`` is the objective (label smoothing included); the
-    epoch's ``train_loss`` is plain cross-entropy, like ``val_loss``, so the two
-    compare. A loss or gradient norm that is not finite raises
-    :class:`~scratchformer.train.loop.TrainingDivergedError` when it is read (with
-    ``log_every`` = 1, before the optimizer applies it).
-
-    With ``config.ema_decay`` > 0 an exponential moving average of the weights
-    is kept alongside; it is what gets validated, selected and handed to
-    ``recorder.epoch`` (averaging the last few hundred steps' weights smooths out the
-    noise of the final minibatches, much like an ensemble of nearby checkpoints).
-
-    With a ``teacher`` and ``config.distill`` > 0, the targets mix in the
-    teacher's probabilities on each noised batch (:class:`Classification`).
-
-    With several processes (``world``), every rank calls ``fit``; only rank 0
-    validates, selects and records epochs and states.
-
-    The state (weights, optimizer, schedule, EMA, random generators, the
-    history so far) handed back as ``resume`` continues the run exactly as if
-    it had never stopped, bit for bit.
+    ``recorder`` (:class:`~scratchformer.train.recording.Recorder`) receives each step's and
+    epoch's record and, each epoch, the state to carry on from: handed back as ``resume`` it
+    continues the run bit for bit. The selected epoch has the lowest ``val_loss`` or highest
+    ``val_accuracy`` (``config.select``; ties keep the earlier; epoch 0 never wins). The
+    epoch's ``train_loss`` is plain cross-entropy like ``val_loss`` (a step's ``loss`` is the
+    objective); a loss that is not finite raises :class:`~scratchformer.train.loop.TrainingDivergedError`.
+    With ``config.ema_decay`` > 0 the moving average is what is validated and recorded; with a
+    ``teacher`` and ``distill`` > 0 the targets mix in its probabilities (:class:`Classification`);
+    with several processes (``world``) only rank 0 validates, selects and records.
     """
-    loop = Loop(
-        Classification(model, config.label_smoothing, config.token_dropout, teacher, config.distill),
-        Settings.from_config(config),
-        seed,
-        math.ceil(len(train) / config.batch_size),
-        device,
-        world,
-        where=f"member {member}, ",
-    )
+    objective = Classification(model, config.label_smoothing, config.token_dropout, teacher, distill)
+    steps = math.ceil(len(train) / config.batch_size)
+    loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")
     history = History()
     start = time.perf_counter()
     if resume is None:
@@ -234,10 +220,7 @@ def fit(
         record = _epoch_record(
             evaluated, loop.epoch, done["train_loss"], accuracy(*done["train_accuracy"]), validation, config, device
         )
-        if improves(record, history.best, config.select):
-            history.best_epoch = loop.epoch
-            history.best_state = copy.deepcopy(evaluated.state_dict())
-        history.epochs.append(record)
+        history.add(record, evaluated, config.select)
         log.info(epoch_line(record, config.epochs, time.perf_counter() - start, first))
         log.debug("epoch %d: %s", loop.epoch, record)
         recorder.epoch(record, evaluated)
@@ -255,11 +238,8 @@ def epoch_line(record: dict, epochs: int, elapsed: float, first: int) -> str:
     """
     done = record["epoch"] - first + 1
     left = elapsed / done * (epochs - record["epoch"])
-    train_acc = record["train_accuracy"]
-    if isinstance(train_acc, (tuple, list)):
-        train_acc = accuracy(*train_acc)
     return (
-        f"epoch {record['epoch']}/{epochs}  train loss {record['train_loss']:.4f} acc {train_acc:.4f}"
+        f"epoch {record['epoch']}/{epochs}  train loss {record['train_loss']:.4f} acc {record['train_accuracy']:.4f}"
         f"  val loss {record['val_loss']:.4f} acc {record['val_accuracy']:.4f}"
         f"  {_clock(elapsed)} elapsed, ~{_clock(left)} left"
     )

@@ -29,8 +29,6 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from scratchformer.config import DEVICE
-
 
 @dataclass(frozen=True)
 class World:
@@ -87,27 +85,6 @@ class World:
 
 
 ALONE = World()  # the world of a plain, single process
-
-
-def pick_device(name: str) -> torch.device:
-    """``auto`` = cuda if present, then Apple's mps, then cpu; a named device must exist."""
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if DEVICE.fullmatch(name) is None:
-        raise ValueError(f"{name!r} is not a device: give auto, cpu, cuda, cuda:N or mps")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for, but this machine has no CUDA device (use cpu or auto)")
-    if device.type == "cuda" and device.index is not None and device.index >= (n := torch.cuda.device_count()):
-        have = f"{n} CUDA device" + (" (cuda:0)" if n == 1 else f"s (cuda:0 to cuda:{n - 1})")
-        raise ValueError(f"device {name!r} asked for, but this machine has {have}")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device {name!r} asked for, but this machine has no Apple GPU (use cpu or auto)")
-    return device
 
 
 def launched() -> bool:

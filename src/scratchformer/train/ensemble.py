@@ -1,4 +1,8 @@
-"""The train stage's models: transformer members trained one after another, and the NB-weighted n-gram member."""
+"""The train stage's models: transformer members trained one after another, and the NB-weighted n-gram model.
+
+:func:`train_ensemble` is the whole of the train stage's work: the NB model (when asked for), every
+member, the model that is saved, its metrics and the probe's record, as one :class:`Trained`.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,19 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
+from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from scratchformer.analysis.evaluation import predict_logits, scores
-from scratchformer.analysis.probe import Probe
-from scratchformer.config import Params
+from scratchformer.analysis.probe import Probe, make_probe, snapshots_record
+from scratchformer.config import ModelConfig, NBConfig, ProbeConfig, TrainConfig
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.model.checkpoint import load_pretrained
-from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.model.classifier import Ensemble, TransformerClassifier
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
-from scratchformer.train.classify import History, fit, seed_everything
+from scratchformer.train.classify import History, fit, grad_norm_summary, seed_everything
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.run import Run
+from scratchformer.train.recording import Recording
 
 log = logging.getLogger(__name__)
 
@@ -39,82 +44,208 @@ class Member(NamedTuple):
         }
 
 
+class NBFit(NamedTuple):
+    """The NB-weighted n-gram model, fit, with its accuracy on train (out of fold for k teachers) and validation."""
+
+    model: NBLogistic | OutOfFold
+    train_accuracy: float
+    val_accuracy: float
+
+
+class Trained(NamedTuple):
+    """What the train stage writes: the saved model, its members' best epochs, the metrics, the probe's record."""
+
+    model: nn.Module  # one TransformerClassifier, or an Ensemble
+    best_epochs: list[int]
+    metrics: dict
+    snapshots: dict  # the probe and member 0's snapshot at every epoch
+    seconds: float  # the members' training time (a fact of the machine: logged, never written)
+
+
+def train_ensemble(
+    *,
+    seed: int,
+    model: ModelConfig,
+    train: TrainConfig,
+    nb: NBConfig,
+    probe: ProbeConfig,
+    tokenizer: PreTrainedTokenizerBase,
+    max_len: int,
+    class_names: list[str],
+    train_split: TokenizedSplit,
+    val_split: TokenizedSplit,
+    pretrained_path: Path,
+    device: torch.device,
+    recording: Recording,
+    world: World = ALONE,
+) -> Trained | None:
+    """Train the classifier of the train stage; on rank 0 what it writes, elsewhere None.
+
+    With ``train.ensemble`` = K > 1, K members train one after another from seeds seed,
+    seed+1, …, each keeping its best epoch; member 0's curves and probe snapshots are the
+    plotted ones. With ``nb.ngrams`` > 0 the NB model is fit first (:func:`fit_nb`): it
+    joins the ensemble (``nb.role`` member) or only teaches (teacher, ``nb.distill`` > 0),
+    and the saved model is then the Transformers alone. ``recording`` keeps the curves and
+    the resumable state; every process of a multi-process run (``world``) calls this.
+    """
+    shown = make_probe(probe, tokenizer, max_len)
+    fitted = (
+        fit_nb(nb, model.num_classes, tokenizer, train_split=train_split, val_split=val_split) if nb.ngrams else None
+    )
+    teacher = fitted.model if fitted and nb.distill else None
+    members = [
+        train_member(
+            k,
+            seed=seed,
+            model=model,
+            train=train,
+            tokenizer=tokenizer,
+            train_split=train_split,
+            val_split=val_split,
+            pretrained_path=pretrained_path,
+            device=device,
+            recording=recording,
+            probe=shown if k == 0 else None,  # member 0's snapshots are the plotted ones
+            world=world,
+            teacher=teacher,
+            distill=nb.distill,
+        )
+        for k in range(train.ensemble)
+    ]
+    if not world.main:
+        return None
+    nb_member = fitted.model if fitted and nb.role == "member" else None  # a teacher stays out of the model
+    transformers = [m.model for m in members]
+    final = transformers[0] if len(members) == 1 and nb_member is None else Ensemble(transformers, nb_member)
+    snapshots = members[0].snapshots
+    record = snapshots_record(shown, probe, n_layers=model.n_layers, class_names=class_names, snapshots=snapshots)
+    histories = [m.history for m in members]
+    best_epochs, seconds = [h.best_epoch for h in histories], sum(h.seconds for h in histories)
+    return Trained(final, best_epochs, stage_metrics(members, final, train, fitted), record, seconds)
+
+
+def stage_metrics(members: list[Member], final: nn.Module, train: TrainConfig, fitted: NBFit | None) -> dict:
+    """The train stage's metrics: member 0's best and last epoch, its gradient norms, the saved model's size.
+
+    With several members, each one's best validation accuracy; with an NB model (member or
+    teacher), its own train and validation accuracy: each beside the ensemble's in evaluate.
+    """
+    history = members[0].history
+    best, last = history.best, history.epochs[-1]
+    metrics = {
+        "best_epoch": history.best_epoch,
+        "best_val_accuracy": best["val_accuracy"],
+        "best_val_loss": best["val_loss"],
+        "final_train_loss": last["train_loss"],
+        "final_train_accuracy": last["train_accuracy"],
+        "epochs": train.epochs,
+        "ensemble": len(members),
+        "parameters": final.num_parameters(),
+        "pretrained": members[0].pretrained,
+        **grad_norm_summary([r["grad_norm"] for r in history.steps], train.grad_clip),
+    }
+    if len(members) > 1:
+        metrics["member_val_accuracy"] = {str(k): m.history.best["val_accuracy"] for k, m in enumerate(members)}
+    if fitted:
+        metrics["nb_train_accuracy"], metrics["nb_val_accuracy"] = fitted.train_accuracy, fitted.val_accuracy
+    return metrics
+
+
 def train_member(
     k: int,
-    params: Params,
+    *,
+    seed: int,
+    model: ModelConfig,
+    train: TrainConfig,
     tokenizer: PreTrainedTokenizerBase,
     train_split: TokenizedSplit,
     val_split: TokenizedSplit,
     pretrained_path: Path,
     device: torch.device,
-    run: Run,
+    recording: Recording,
     probe: Probe | None = None,
     world: World = ALONE,
     teacher: NBLogistic | OutOfFold | None = None,
+    distill: float = 0.0,
 ) -> Member:
-    """Member ``k`` of ``run``, trained from seed ``params.seed + k``, at its best epoch.
+    """Member ``k`` of ``recording``, trained from seed ``seed + k``, at its best epoch.
 
-    With a ``teacher`` and ``train.distill`` > 0 its targets mix in the teacher's
+    With a ``teacher`` and ``distill`` > 0 its targets mix in the teacher's
     probabilities (:class:`~scratchformer.train.classify.Classification`).
 
     A member that finished before the run stopped is restored instead; one that
     had begun carries on from its last epoch. With a ``probe``, its snapshot at
     every epoch is kept.
     """
-    saved = run.restored(k)
+    saved = recording.restored(k)
     if saved is not None:
-        model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
-        model.load_state_dict(saved["model"])
-        return Member(model, History(**saved["history"]), list(saved["snapshots"]), saved["pretrained"])
-    seed = params.seed + k
-    seed_everything(seed)
-    model = TransformerClassifier(params.model, len(tokenizer), tokenizer.pad_token_id)
-    pretrained = load_pretrained(model, pretrained_path)
-    recorder = run.member(k, probe)
-    config = params.train
-    history = fit(model, train_split, val_split, config, seed, device, recorder, recorder.resume, k, world, teacher)
+        classifier = TransformerClassifier(model, len(tokenizer), tokenizer.pad_token_id)
+        classifier.load_state_dict(saved["model"])
+        return Member(classifier, History(**saved["history"]), list(saved["snapshots"]), saved["pretrained"])
+    seed_everything(seed + k)
+    classifier = TransformerClassifier(model, len(tokenizer), tokenizer.pad_token_id)
+    pretrained = load_pretrained(classifier, pretrained_path)
+    recorder = recording.member(k, probe)
+    history = fit(
+        classifier,
+        train_split,
+        val_split,
+        train,
+        seed + k,
+        device,
+        recorder=recorder,
+        resume=recorder.resume,
+        member=k,
+        world=world,
+        teacher=teacher,
+        distill=distill,
+    )
     if world.main:  # only rank 0 validates and selects
-        model.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the selected epoch
-    member = Member(model, history, recorder.snapshots, pretrained)
-    run.finish(k, member.saved())
+        classifier.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the best epoch
+    member = Member(classifier, history, recorder.snapshots, pretrained)
+    recording.finish(k, member.saved())
     return member
 
 
 def fit_nb(
-    params: Params, train_split: TokenizedSplit, val_split: TokenizedSplit, tokenizer: PreTrainedTokenizerBase
-) -> tuple[NBLogistic | OutOfFold, float, float]:
+    config: NBConfig,
+    num_classes: int,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    train_split: TokenizedSplit,
+    val_split: TokenizedSplit,
+) -> NBFit:
     """The NB-weighted n-gram model (:mod:`scratchformer.model.naive_bayes`), fit on the train split.
 
-    Returns it with its train and validation accuracy. It joins the ensemble
-    (``train.nb_role`` member), or only teaches (teacher); either way it is
-    fit before the Transformers, deterministically (full-batch L-BFGS), so
-    every process of a multi-process run and every resumed run fits the same one.
+    It joins the ensemble (``nb.role`` member), or only teaches (teacher); either way it
+    is fit before the Transformers, deterministically (full-batch L-BFGS), so every
+    process of a multi-process run and every resumed run fits the same one.
 
-    With ``train.distill_folds`` = k > 1 the teacher is k models, the j-th fit
+    With ``nb.distill_folds`` = k > 1 the teacher is k models, the j-th fit
     on the train texts outside fold j (:class:`~scratchformer.model.naive_bayes.OutOfFold`);
     its train accuracy is then out of fold, every text answered by the model
     that never saw it.
     """
-    config, pad_id = params.train, tokenizer.pad_token_id
+    pad_id = tokenizer.pad_token_id
 
     def new() -> NBLogistic:
-        return NBLogistic(config.nb_ngrams, config.nb_buckets, len(tokenizer), params.model.num_classes, pad_id)
+        return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id)
 
     train = list(batches(train_split, 256, pad_id))
     if config.distill_folds == 1:
         nb = new()
-        train_accuracy = nb.fit(train, config.nb_c)
+        train_accuracy = nb.fit(train, config.c)
     else:
         k = config.distill_folds
         folds = [text_folds(ids, k, pad_id) for ids, _ in train]
         models = [new() for _ in range(k)]
         for j, model in enumerate(models):
-            model.fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.nb_c)
+            model.fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.c)
         nb = OutOfFold(models, pad_id)
         with torch.no_grad():
             right = sum(int((nb(ids, f).argmax(1) == y).sum()) for (ids, y), f in zip(train, folds, strict=True))
         train_accuracy = right / len(train_split)
     logits = predict_logits(nb, val_split, 256)
     val_accuracy = scores(logits, val_split.labels)["accuracy"]
-    log.info("NB %s: train accuracy %.4f, validation accuracy %.4f", config.nb_role, train_accuracy, val_accuracy)
-    return nb, train_accuracy, val_accuracy
+    log.info("NB %s: train accuracy %.4f, validation accuracy %.4f", config.role, train_accuracy, val_accuracy)
+    return NBFit(nb, train_accuracy, val_accuracy)

@@ -25,7 +25,6 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import torch
@@ -33,12 +32,20 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from scratchformer.config import PretrainConfig, TrainConfig, UserError
+from scratchformer.config import UserError
 from scratchformer.data.tokenization import TokenizedSplit, batches
 from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.optim import adamw, autocast, lazy_adam, lr_factor, parameter_groups, sparse_tables
-from scratchformer.train.run import Recorder
+from scratchformer.train.optim import (
+    Settings,
+    adamw,
+    autocast,
+    lazy_adam,
+    lr_factor,
+    parameter_groups,
+    sparse_tables,
+)
+from scratchformer.train.recording import Recorder
 
 log = logging.getLogger(__name__)
 
@@ -55,37 +62,6 @@ class StepResult(NamedTuple):
     loss: Tensor  # () the objective summed over the rows (what backward minimises, after normalising)
     plain: Tensor  # () the smoothing-free loss summed over the rows (the epoch's train loss)
     hits: Tensor  # () rows predicted right (the epoch's train accuracy)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the loop reads from ``TrainConfig`` or ``PretrainConfig``: build it with :meth:`from_config`."""
-
-    epochs: int
-    batch_size: int
-    lr: float
-    weight_decay: float
-    grad_clip: float = 1.0  # 0 = off
-    schedule: str = "constant"  # constant | cosine
-    warmup_ratio: float = 0.0
-    bucket_by_length: bool = False
-    ema_decay: float = 0.0
-    sparse_ngrams: bool = False  # the n-gram table by lazy Adam on sparse gradients (optim.sparse_tables)
-    ngram_decay: float = 0.0  # weight decay of the n-gram table (optim.parameter_groups)
-    precision: str = "fp32"  # fp32 | bf16 | fp16
-    log_every: int = 1
-
-    @classmethod
-    def from_config(cls, config: TrainConfig | PretrainConfig, train: TrainConfig | None = None) -> Settings:
-        """The settings of a params section: every field of that name in ``config``.
-
-        ``precision`` and ``log_every`` come from the train section ``train``
-        (``config`` itself when None): every loop of the pipeline shares them.
-        A field the section lacks keeps its default here (pretraining keeps no EMA).
-        """
-        shared = train if train is not None else config
-        own = {f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
-        return cls(**{**own, "precision": shared.precision, "log_every": shared.log_every})
 
 
 class Progress:

@@ -23,8 +23,9 @@ from scratchformer.data.tokenization import TokenizedSplit
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.diagnostics import grouped_parameters
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import NOTHING, Loop, Settings, StepResult
-from scratchformer.train.run import Recorder
+from scratchformer.train.loop import NOTHING, Loop, StepResult
+from scratchformer.train.optim import Settings
+from scratchformer.train.recording import Recorder
 
 log = logging.getLogger(__name__)
 IGNORE = -100  # label of positions that carry no loss
@@ -125,7 +126,7 @@ def pretrain(
     """
     loop = Loop(
         MaskedLM(model, special_ids, mask_id, config.mask_prob),
-        Settings.from_config(config, train_config or TrainConfig()),
+        Settings.pretraining(config, train_config or TrainConfig()),
         seed,
         math.ceil(len(train) / config.batch_size),
         device,

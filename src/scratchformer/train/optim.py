@@ -1,14 +1,17 @@
-"""The optimizer, the lr schedule and the forward pass's precision that the training loop uses."""
+"""The optimizer, the lr schedule and the forward pass's precision that the training loop uses, and the
+:class:`Settings` it reads them from."""
 
 from __future__ import annotations
 
 import contextlib
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
 
+from scratchformer.config import OptimConfig, PretrainConfig, TrainConfig
 from scratchformer.model.ngrams import HashedNgramEmbedding
 
 
@@ -121,3 +124,49 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
             f"train.precision=fp16 needs CUDA (its gradients need loss scaling); on {device.type} use bf16 or fp32"
         )
     return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the loop reads: a section's optimizer keys (:class:`~scratchformer.config.OptimConfig`) and the rest.
+
+    Build it with :meth:`training` or :meth:`pretraining`; every field is named there, so a
+    renamed config key fails at once instead of falling back to a default here.
+    """
+
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    grad_clip: float = 1.0  # 0 = off
+    schedule: str = "constant"  # constant | cosine
+    warmup_ratio: float = 0.0
+    bucket_by_length: bool = False
+    ema_decay: float = 0.0
+    sparse_ngrams: bool = False  # the n-gram table by lazy Adam on sparse gradients (optim.sparse_tables)
+    ngram_decay: float = 0.0  # weight decay of the n-gram table (optim.parameter_groups)
+    precision: str = "fp32"  # fp32 | bf16 | fp16
+    log_every: int = 1
+
+    @classmethod
+    def training(cls, train: TrainConfig) -> Settings:
+        """The classifier's loop: the train section's optimizer keys, EMA, n-gram table, precision, logging."""
+        return cls(
+            **_optim(train),
+            ema_decay=train.ema_decay,
+            sparse_ngrams=train.sparse_ngrams,
+            ngram_decay=train.ngram_decay,
+            precision=train.precision,
+            log_every=train.log_every,
+        )
+
+    @classmethod
+    def pretraining(cls, pretrain: PretrainConfig, train: TrainConfig) -> Settings:
+        """The masked-LM loop: the pretrain section's optimizer keys; precision and logging are ``train``'s
+        (every loop of the pipeline shares them); no EMA and a dense n-gram table."""
+        return cls(**_optim(pretrain), precision=train.precision, log_every=train.log_every)
+
+
+def _optim(config: OptimConfig) -> dict:
+    """The optimizer keys that every training section declares (:class:`~scratchformer.config.OptimConfig`)."""
+    return {f.name: getattr(config, f.name) for f in fields(OptimConfig)}

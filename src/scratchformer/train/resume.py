@@ -5,9 +5,9 @@ optimizer moments, schedule, EMA, random generators, the history and probe
 snapshots so far, and every finished ensemble member) to one file. A rerun
 whose params, inputs and code are the same (the same *key*) picks it up and ends
 byte-identical to a run that was never interrupted; any other rerun starts
-afresh, and says why. The code is the Python source the stage's entry in
-``dvc.yaml`` depends on, so an edit between a kill and the rerun that DVC
-would see also ends the resume. The file is deleted once the stage has written
+afresh, and says why. The code is the Python source the stage hands in (its
+entry's ``deps`` in ``dvc.yaml``, read by :func:`stages.stage_code`), so an edit
+between a kill and the rerun that DVC would see also ends the resume. The file is deleted once the stage has written
 its outputs.
 
 The state is not a DVC output: it is several times the model's size (two Adam
@@ -24,9 +24,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-import scratchformer
 from scratchformer.model.checkpoint import load_torch, save_torch
 
 log = logging.getLogger(__name__)
@@ -36,19 +33,7 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
 
 
-def stage_code(stage: str, dvc_yaml: Path = Path("dvc.yaml")) -> list[Path]:
-    """The Python files ``stage`` depends on in ``dvc_yaml`` (folders expanded), as DVC sees them.
-
-    DVC runs a stage from the folder of its ``dvc.yaml``. Run from anywhere else (a test,
-    a notebook), the whole library stands in: more than the stage reads, never less.
-    """
-    if not dvc_yaml.is_file():
-        return [p for p in _files(Path(scratchformer.__file__).parent) if p.suffix == ".py"]
-    deps = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8"))["stages"][stage].get("deps", [])
-    return [p for dep in deps for p in _files(dvc_yaml.parent / dep) if p.suffix == ".py"]
-
-
-def run_key(params: dict[str, Any], inputs: list[Path], code: list[Path]) -> dict[str, Any]:
+def resume_key(params: dict[str, Any], inputs: list[Path], code: list[Path]) -> dict[str, Any]:
     """What a saved state must match to be resumed.
 
     ``data``: a digest of the params the run reads and the bytes of every file under

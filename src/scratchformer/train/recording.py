@@ -5,7 +5,7 @@ record with the weights it evaluated, and at the end of each epoch everything
 needed to carry on (``step``, ``epoch``, ``state``); the base class keeps
 nothing.
 
-A training stage's run is one :class:`Run`, which owns all of it: the resumable
+A training stage's run is recorded by one :class:`Recording`, which owns all of it: the resumable
 state (its file, the key it must match, see :mod:`scratchformer.train.resume`),
 the curves (a dvclive ``Live``, opened on rank 0 only) and, for each member of
 an ensemble (a stage that trains one model has one member, 0), a
@@ -89,11 +89,11 @@ class Curves:
             self.epoch(row)
 
 
-class Run:
+class Recording:
     """One run of a training stage, recorded (see the module docstring); a context that closes the curves.
 
     ``key`` is what a saved state must match to be resumed
-    (:func:`~scratchformer.train.resume.run_key`); ``live`` opens the curves
+    (:func:`~scratchformer.train.resume.resume_key`); ``live`` opens the curves
     (called on rank 0 only; None: no curves). Every rank builds the run and
     reads the saved state (each resumes its own random generators); only rank 0
     writes.
@@ -108,7 +108,7 @@ class Run:
         self.current: dict | None = saved["current"]  # the unfinished member's state at its last epoch
         self.open_live, self.live = live, None
 
-    def __enter__(self) -> Run:
+    def __enter__(self) -> Recording:
         if self.world.main and self.open_live is not None:
             self.live = self.open_live()
         return self
@@ -146,17 +146,17 @@ class Run:
 
 
 class MemberRecorder(Recorder):
-    """Member ``k``'s curves, probe snapshots (with a ``probe``) and resumable state, in ``run``.
+    """Member ``k``'s curves, probe snapshots (with a ``probe``) and resumable state, in ``recording``.
 
     ``resume`` is the state the member carries on from (None: from the start);
     its curves so far are logged again at once.
     """
 
-    def __init__(self, run: Run, k: int, probe: Probe | None, resume: dict | None) -> None:
-        self.run, self.k, self.probe, self.resume = run, k, probe, resume
-        self.curves = Curves(run.live, k)
+    def __init__(self, recording: Recording, k: int, probe: Probe | None, resume: dict | None) -> None:
+        self.recording, self.k, self.probe, self.resume = recording, k, probe, resume
+        self.curves = Curves(recording.live, k)
         self.snapshots: list[dict] = list(resume["snapshots"]) if resume else []
-        if resume and run.live is not None:
+        if resume and recording.live is not None:
             self.curves.replay(resume["history"])
 
     def step(self, record: dict) -> None:
@@ -168,4 +168,4 @@ class MemberRecorder(Recorder):
         self.curves.epoch(record)
 
     def state(self, state: dict) -> None:
-        self.run.save({**state, "snapshots": self.snapshots, "member": self.k})
+        self.recording.save({**state, "snapshots": self.snapshots, "member": self.k})

@@ -1,0 +1,155 @@
+"""The sections that train: the optimizer settings that training and pretraining share, the train and
+pretrain sections built on them, and the NB model that joins or teaches the Transformers (``nb``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from scratchformer.config.checks import DEVICE, MAX_BUCKETS, require
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """What every training loop of the pipeline is given: epochs, batches, AdamW and its lr schedule.
+
+    Declared once here, checked once here; ``TrainConfig`` and ``PretrainConfig`` add their
+    own keys (and pretraining its own defaults). ``prefix`` names the keys in an error.
+    """
+
+    prefix: ClassVar[str] = "train"
+
+    epochs: int = 4
+    batch_size: int = 32
+    lr: float = 2e-3
+    weight_decay: float = 0.02
+    grad_clip: float = 1.0  # max global gradient norm; 0 disables clipping
+    schedule: Literal["constant", "cosine"] = "constant"
+    warmup_ratio: float = 0.0  # fraction of all steps spent warming the lr up linearly
+    bucket_by_length: bool = False  # batch texts of similar length together (less padding)
+
+    def __post_init__(self) -> None:
+        at = self.prefix
+        require(self.batch_size >= 1, f"{at}.batch_size", self.batch_size, "must be >= 1")
+        require(self.lr > 0, f"{at}.lr", self.lr, "must be > 0")
+        require(self.weight_decay >= 0, f"{at}.weight_decay", self.weight_decay, "must be >= 0")
+        require(self.grad_clip >= 0, f"{at}.grad_clip", self.grad_clip, "must be >= 0")
+        require(0 <= self.warmup_ratio < 1, f"{at}.warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
+
+
+@dataclass(frozen=True)
+class TrainConfig(OptimConfig):
+    """The classifier's training: the shared optimizer keys, then what only the train stage reads."""
+
+    device: str = "auto"  # auto = cuda, then mps, then cpu
+    label_smoothing: float = 0.0
+    token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
+    ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
+    sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
+    ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
+    ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
+    select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
+    nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16: autocast; fp16: autocast + loss scaling (CUDA)
+    log_every: int = 1  # steps between reads of the logged values from the device (one host sync each)
+
+    def __post_init__(self) -> None:
+        require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
+        super().__post_init__()
+        require(self.ngram_decay >= 0, "train.ngram_decay", self.ngram_decay, "must be >= 0")
+        require(
+            not (self.ngram_decay and self.sparse_ngrams),
+            "train.ngram_decay",
+            self.ngram_decay,
+            "needs train.sparse_ngrams false: lazy Adam on a sparse table has no weight decay",
+        )
+        require(
+            DEVICE.fullmatch(self.device) is not None,
+            "train.device",
+            self.device,
+            "must be auto, cpu, mps, cuda or cuda:N",
+        )
+        require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
+        require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
+        require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
+        require(self.ensemble >= 1, "train.ensemble", self.ensemble, "must be >= 1")
+        require(self.nproc >= 1, "train.nproc", self.nproc, "must be >= 1")
+        require(
+            self.batch_size >= self.nproc,
+            "train.batch_size",
+            self.batch_size,
+            f"must be >= train.nproc ({self.nproc}): each process takes a share of every batch",
+        )
+        require(self.log_every >= 1, "train.log_every", self.log_every, "must be >= 1")
+        require(
+            not self.sparse_ngrams or self.nproc == 1,
+            "train.sparse_ngrams",
+            self.sparse_ngrams,
+            f"needs train.nproc 1 (it is {self.nproc}): sparse gradients are not all-reduced here",
+        )
+
+
+@dataclass(frozen=True)
+class PretrainConfig(OptimConfig):
+    """Masked-language-model pretraining of the encoder on the training texts; 0 epochs = off.
+
+    The optimizer keys are :class:`OptimConfig`'s; only their defaults differ here.
+    """
+
+    prefix: ClassVar[str] = "pretrain"
+
+    epochs: int = 0
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    schedule: Literal["constant", "cosine"] = "cosine"
+    warmup_ratio: float = 0.05
+    bucket_by_length: bool = True
+    mask_prob: float = 0.15
+
+    def __post_init__(self) -> None:
+        require(self.epochs >= 0, "pretrain.epochs", self.epochs, "must be >= 0 (0 = no pretraining)")
+        super().__post_init__()
+        require(0 < self.mask_prob < 1, "pretrain.mask_prob", self.mask_prob, "must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class NBConfig:
+    """The NB-weighted n-gram model of the train stage (:mod:`scratchformer.model.naive_bayes`).
+
+    Fit on the train split before the Transformers, it joins their ensemble (``role``
+    member), or only teaches them (teacher, with ``distill`` > 0): every member's targets
+    then mix in its probabilities, and the saved model is the Transformers alone.
+    """
+
+    ngrams: int = 0  # > 0: an NB-weighted logistic regression over token 1..ngrams-grams is fit
+    c: float = 1.0  # its inverse L2 strength, as scikit-learn's C
+    buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
+    role: Literal["member", "teacher"] = "member"  # teacher: it only teaches (distill), the model is the rest
+    distill: float = 0.0  # weight of its probabilities on each step's (noised) batch in the target
+    distill_folds: int = 1  # k > 1: k teachers, each fit without one k-th of train; a text is taught out of fold
+
+    def __post_init__(self) -> None:
+        require(self.ngrams >= 0, "nb.ngrams", self.ngrams, "must be >= 0 (0 = no NB model)")
+        require(self.c > 0, "nb.c", self.c, "must be > 0")
+        require(1 <= self.buckets <= MAX_BUCKETS, "nb.buckets", self.buckets, f"must be in 1..{MAX_BUCKETS} (2**24)")
+        require(0 <= self.distill <= 1, "nb.distill", self.distill, "must be in [0, 1]")
+        require(
+            self.distill == 0 or self.ngrams > 0,
+            "nb.distill",
+            self.distill,
+            "needs a teacher: set nb.ngrams > 0 (the NB model's n-gram order)",
+        )
+        require(
+            self.role == "member" or self.distill > 0,
+            "nb.role",
+            self.role,
+            "teacher needs nb.distill > 0: a teacher that teaches nothing would be fit for nothing",
+        )
+        require(self.distill_folds >= 1, "nb.distill_folds", self.distill_folds, "must be >= 1 (1 = one teacher)")
+        require(
+            self.distill_folds == 1 or self.role == "teacher",
+            "nb.distill_folds",
+            self.distill_folds,
+            "needs nb.role teacher: out-of-fold models teach, they do not join the ensemble",
+        )
