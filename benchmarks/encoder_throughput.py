@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from scratchformer.config import ModelConfig
-from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.optim import adamw, autocast, parameter_groups
 

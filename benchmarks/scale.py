@@ -101,7 +101,7 @@ def load_one_epoch(tokenized: str) -> None:
     """Read the flat train split and draw every batch of one shuffled epoch, as training does."""
     import torch
 
-    from scratchformer.data.tokenization import batches, read_tokenized
+    from scratchformer.data.tokenized_split import batches, read_tokenized
 
     split = read_tokenized(Path(tokenized) / "train")
     tokens = 0

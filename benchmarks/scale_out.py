@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from scratchformer.config import load_params
-from scratchformer.data.tokenization import TokenizedSplit, read_class_names, read_tokenized
+from scratchformer.data.tokenized_split import TokenizedSplit, read_class_names, read_tokenized
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier

@@ -7,7 +7,8 @@ from pathlib import Path
 from scratchformer.analysis import mistakes as errors
 from scratchformer.analysis.mistakes import ErrorReport
 from scratchformer.config import Params
-from scratchformer.data.tokenization import load_tokenizer, read_tokenized
+from scratchformer.data.tokenization import load_tokenizer
+from scratchformer.data.tokenized_split import read_tokenized
 from scratchformer.files import write_text
 from scratchformer.model.checkpoint import class_names, load_checkpoint
 from scratchformer.render import mistakes_page as error_report

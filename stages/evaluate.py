@@ -22,7 +22,7 @@ from scratchformer.analysis.scoring import split_scores, versus_best
 from scratchformer.config import Params
 from scratchformer.data.ingest import read_column
 from scratchformer.data.splits import in_train
-from scratchformer.data.tokenization import read_class_names, read_tokenized
+from scratchformer.data.tokenized_split import read_class_names, read_tokenized
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import load_checkpoint

@@ -18,8 +18,8 @@ from scratchformer.data.tokenization import (
     save_tokenizer,
     token_dtype,
     token_stats,
-    write_tokenized,
 )
+from scratchformer.data.tokenized_split import write_tokenized
 from scratchformer.files import write_json
 from stages import stage
 

@@ -17,7 +17,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from dvclive import Live
 from scratchformer.config import Params
-from scratchformer.data.tokenization import load_tokenizer, read_class_names, read_tokenized
+from scratchformer.data.tokenization import load_tokenizer
+from scratchformer.data.tokenized_split import read_class_names, read_tokenized
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import save_checkpoint

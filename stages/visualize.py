@@ -7,6 +7,7 @@ from pathlib import Path
 
 from scratchformer.config import Params
 from scratchformer.files import write_json
+from scratchformer.render import attention_pictures as attention
 from scratchformer.render import pictures as plots
 from stages import stage
 
@@ -23,11 +24,11 @@ def run(
     plots.save_figure(plots.loss_figure(live_dir, params.train.label_smoothing), images_dir / "loss.png")
     plots.save_figure(plots.grad_norm_figure(live_dir, params.train.grad_clip), images_dir / "grad_norm.png")
     plots.save_figure(plots.diagnostics_figure(live_dir), images_dir / "diagnostics.png")
-    plots.save_figure(plots.heatmap_figure(probe), images_dir / "attention_heatmap.png")
-    plots.save_figure(plots.evolution_figure(probe, head), images_dir / "attention_evolution.png")
-    plots.save_figure(plots.all_heads_evolution_figure(probe), images_dir / "attention_evolution_heads.png")
-    plots.write_gif(plots.evolution_frames(probe, head), images_dir / "attention_evolution.gif")
-    write_json(weights_path, plots.plotted_weights(probe, head))
+    plots.save_figure(attention.heatmap_figure(probe), images_dir / "attention_heatmap.png")
+    plots.save_figure(attention.evolution_figure(probe, head), images_dir / "attention_evolution.png")
+    plots.save_figure(attention.all_heads_evolution_figure(probe), images_dir / "attention_evolution_heads.png")
+    attention.write_gif(attention.evolution_frames(probe, head), images_dir / "attention_evolution.gif")
+    write_json(weights_path, attention.plotted_weights(probe, head))
     for split in ("validation", "test"):
         table = json.loads((confusion_dir / f"{split}.json").read_text(encoding="utf-8"))
         figure = plots.confusion_figure(table, f"Confusion matrix ({split})")

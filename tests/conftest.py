@@ -8,7 +8,8 @@ def trained(tmp_path_factory):
     """A tiny classifier trained one epoch on the fixture corpus: (model path, tokenizer dir)."""
     from scratchformer.config import DataConfig, ModelConfig, TrainConfig
     from scratchformer.data.ingest import load_corpus
-    from scratchformer.data.tokenization import TokenizedSplit, encode, load_tokenizer, save_tokenizer
+    from scratchformer.data.tokenization import encode, load_tokenizer, save_tokenizer
+    from scratchformer.data.tokenized_split import TokenizedSplit
     from scratchformer.model.checkpoint import save_checkpoint
     from scratchformer.model.classifier import TransformerClassifier
     from scratchformer.train.classify import fit, seed_everything

@@ -17,7 +17,7 @@ import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from scratchformer.config import ModelConfig, TrainConfig
-from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train import distributed
 from scratchformer.train.classify import fit

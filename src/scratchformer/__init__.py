@@ -8,7 +8,8 @@ above its own, and from its own folder.
     files.py     atomic writes: a killed stage never leaves half a file
     device.py    which device: train.device or --device, checked against this machine
     data/        a labelled corpus into one shape: hub or folder, ingest, splits, labels,
-                 fingerprints of the inputs, tokenization into flat ids
+                 fingerprints of the inputs, tokenization into flat ids, the tokenized
+                 splits on disk and their padded batches
     model/       the network: attention, positions, encoder block, pooling, n-grams, the
                  classifier (and its NB member), checkpoints, the exported folder (safetensors)
     analysis/    what a trained model says: evaluation, scoring (unseen part, intervals),

@@ -19,7 +19,8 @@ from scratchformer.analysis.mistakes import (
 )
 from scratchformer.analysis.predict import Predictor
 from scratchformer.config import ErrorsConfig
-from scratchformer.data.tokenization import TokenizedSplit, encode, load_tokenizer
+from scratchformer.data.tokenization import encode, load_tokenizer
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.checkpoint import class_names, load_checkpoint
 from scratchformer.render import mistakes_page as error_report
 
@@ -142,7 +143,8 @@ def test_the_stage_writes_markdown_and_html(trained, tmp_path):
 
     from scratchformer.config import DataConfig, Params
     from scratchformer.data.ingest import load_splits
-    from scratchformer.data.tokenization import encode_flat, write_tokenized
+    from scratchformer.data.tokenization import encode_flat
+    from scratchformer.data.tokenized_split import write_tokenized
     from stages import errors
 
     model_path, tokenizer_dir = trained

@@ -7,7 +7,8 @@ import torch
 
 from scratchformer.analysis.predict import Predictor
 from scratchformer.analysis.relevance import explain, gated, margin
-from scratchformer.data.tokenization import encode, load_tokenizer, pad_batch
+from scratchformer.data.tokenization import encode, load_tokenizer
+from scratchformer.data.tokenized_split import pad_batch
 from scratchformer.model.checkpoint import load_checkpoint
 
 TEXTS = ["房间很好，服务很好。", "房间太脏，服务很差。", "房间很好，服务很差。", "电脑太吵"]

@@ -6,7 +6,8 @@ from fixtures import LABEL_NAMES, write_corpus, write_rows, write_tokenizer
 from scratchformer.config import DataConfig
 from scratchformer.data.hub import HubUnreachableError, check_hub_reachable
 from scratchformer.data.ingest import DataError, load_corpus, load_splits, write_splits
-from scratchformer.data.tokenization import TokenizedSplit, batches, encode, load_tokenizer
+from scratchformer.data.tokenization import encode, load_tokenizer
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 
 
 def load(folder, **kwargs):

@@ -7,18 +7,8 @@ import pytest
 import torch
 from fixtures import sentences, write_tokenizer
 
-from scratchformer.data.tokenization import (
-    TokenizedSplit,
-    batches,
-    encode_flat,
-    load_tokenizer,
-    pad_batch,
-    read_tokenized,
-    save_tokenizer,
-    token_dtype,
-    token_stats,
-    write_tokenized,
-)
+from scratchformer.data.tokenization import encode_flat, load_tokenizer, save_tokenizer, token_dtype, token_stats
+from scratchformer.data.tokenized_split import TokenizedSplit, batches, pad_batch, read_tokenized, write_tokenized
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from test_classifier import VOCAB, make, sentences
 
 from scratchformer.analysis.acceptance import padding_leak
 from scratchformer.config import NBConfig
-from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.classifier import Ensemble
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
 from scratchformer.train.ensemble import fit_nb

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scratchformer.render import pictures
+from scratchformer.render import attention_pictures, pictures
 
 NAMES = ["$$", "$\\frac{1}$"]  # matplotlib's mathtext fails on both
 TOKENS = ["[CLS]", "$$", "$\\frac{1}$", "^_", "$199 … $99", "[SEP]"]
@@ -34,9 +34,9 @@ def probe() -> dict:
         lambda: pictures.relevance_figure(
             [("$199 … $99 $\\frac{1}$ → $$", TOKENS[1:-1], [0.1, -0.2, 0.3, -0.4], NAMES[0])], NAMES
         ),
-        lambda: pictures.heatmap_figure(probe()),
-        lambda: pictures.evolution_figure(probe(), 0),
-        lambda: pictures.all_heads_evolution_figure(probe()),
+        lambda: attention_pictures.heatmap_figure(probe()),
+        lambda: attention_pictures.evolution_figure(probe(), 0),
+        lambda: attention_pictures.all_heads_evolution_figure(probe()),
     ],
     ids=["confusion", "relevance", "heatmap", "evolution", "all heads"],
 )
@@ -46,7 +46,7 @@ def test_a_figure_with_dollars_and_backslashes_in_its_data_draws(tmp_path, draw)
 
 
 def test_the_animation_frames_draw_a_class_named_dollars():
-    assert len(pictures.evolution_frames(probe(), 0)) == 2
+    assert len(attention_pictures.evolution_frames(probe(), 0)) == 2
 
 
 def test_the_dollar_is_drawn_as_a_dollar_and_the_setting_is_put_back(tmp_path):

@@ -120,7 +120,7 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     from fixtures import tiny_config
 
     from scratchformer.analysis.evaluation import predict_logits
-    from scratchformer.data.tokenization import read_tokenized
+    from scratchformer.data.tokenized_split import read_tokenized
     from scratchformer.model.classifier import Ensemble, TransformerClassifier
     from scratchformer.model.naive_bayes import NBLogistic
     from stages import evaluate
@@ -157,7 +157,8 @@ def write_scored_model(folder, model, n: int, seed: int):
     import numpy as np
     import torch
 
-    from scratchformer.data.tokenization import FlatIds, write_tokenized
+    from scratchformer.data.tokenization import FlatIds
+    from scratchformer.data.tokenized_split import write_tokenized
     from scratchformer.model.checkpoint import save_checkpoint
 
     g = torch.Generator().manual_seed(seed)

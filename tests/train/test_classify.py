@@ -11,7 +11,7 @@ from torch import nn
 
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.config import PretrainConfig, TrainConfig
-from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.device import pick_device
 from scratchformer.files import write_atomic, write_json
 from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint

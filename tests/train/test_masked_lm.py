@@ -3,7 +3,7 @@ import torch
 from fixtures import tiny_config
 
 from scratchformer.config import PretrainConfig
-from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.masked_lm import IGNORE, MaskedLMHead, mask_tokens, pretrain

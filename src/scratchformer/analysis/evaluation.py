@@ -17,7 +17,7 @@ from sklearn.metrics import confusion_matrix
 from torch import Tensor
 
 from scratchformer.analysis.scoring import _class_counts, _f1, accuracy, macro_f1
-from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.model.classifier import Classifier, Ensemble, eval_mode
 
 DECIMALS = 5

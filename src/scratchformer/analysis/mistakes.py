@@ -45,7 +45,7 @@ from transformers import PreTrainedTokenizerBase
 
 from scratchformer.analysis.relevance import explain
 from scratchformer.config import ErrorsConfig
-from scratchformer.data.tokenization import TokenizedSplit, batches, pad_batch
+from scratchformer.data.tokenized_split import TokenizedSplit, batches, pad_batch
 from scratchformer.model.checkpoint import CorruptFileError
 from scratchformer.model.classifier import Classifier, eval_mode
 

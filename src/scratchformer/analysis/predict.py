@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 
 from scratchformer.analysis.relevance import explain
-from scratchformer.data.tokenization import TOKENIZER_FILE, encode, load_saved_tokenizer, pad_batch
+from scratchformer.data.tokenization import TOKENIZER_FILE, encode, load_saved_tokenizer
+from scratchformer.data.tokenized_split import pad_batch
 from scratchformer.model.checkpoint import CorruptFileError, class_names, load_checkpoint, restore
 from scratchformer.model.classifier import Ensemble
 from scratchformer.model.export import TOKENIZER_CONFIG, load_folder

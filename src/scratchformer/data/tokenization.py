@@ -3,7 +3,8 @@
 Only the tokenizer's vocabulary is used (no pretrained weights). It is saved
 next to the ids so that training, evaluation and ``predict`` never need the hub.
 Ids are kept as one integer array per split plus offsets (uint16 while the
-vocabulary fits), so a million reviews take a few hundred MB, not Python lists.
+vocabulary fits), so a million reviews take a few hundred MB, not Python lists;
+:mod:`scratchformer.data.tokenized_split` stores them and reads them back.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import Tensor
 from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerBase
 
 from scratchformer.config import ConfigError, ProbeConfig, UserError
@@ -225,108 +224,3 @@ def token_stats(flat: FlatIds, max_len: int, unk_id: int) -> dict:
         "tokens_p90": float(np.quantile(n, 0.9)) if len(n) else 0.0,
         "unk_rate": float((flat.tokens == unk_id).sum() / max(1, len(flat.tokens))),
     }
-
-
-@dataclass(frozen=True)
-class TokenizedSplit:
-    """One split's variable-length id sequences, stored flat, and labels; batched by indexing.
-
-    Sequence i is ``tokens[offsets[i]:offsets[i + 1]]``. No Python object is built
-    per sequence: a batch gathers its rows from the flat array in one indexing step.
-    """
-
-    tokens: np.ndarray  # (total,) uint16 or int32
-    offsets: np.ndarray  # (N + 1,) int64
-    labels: Tensor  # (N,) int64
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def lengths(self) -> Tensor:
-        return torch.from_numpy(np.diff(self.offsets))  # (N,)
-
-    @classmethod
-    def from_sequences(cls, sequences: list, labels: Tensor | list[int]) -> TokenizedSplit:
-        """From a list of id sequences (lists or 1-D tensors), e.g. in tests."""
-        lengths = [len(x) for x in sequences]
-        flat = [int(t) for x in sequences for t in x]
-        dtype = np.uint16 if all(0 <= t <= np.iinfo(np.uint16).max for t in flat) else np.int32
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        return cls(np.array(flat, dtype=dtype), offsets, torch.as_tensor(labels, dtype=torch.long))
-
-    def batch(self, index, pad_id: int) -> Tensor:
-        """Rows ``index`` (B,) as one (B, max length) tensor right-padded with ``pad_id``."""
-        index = np.asarray(index, dtype=np.int64)
-        starts, lengths = self.offsets[index], self.offsets[index + 1] - self.offsets[index]  # (B,), (B,)
-        T = int(lengths.max()) if len(index) else 0
-        position = np.arange(T)  # (T,)
-        real = position < lengths[:, None]  # (B, T)
-        out = np.full((len(index), T), pad_id, dtype=np.int64)
-        out[real] = self.tokens[(starts[:, None] + position)[real]]
-        return torch.from_numpy(out)
-
-    def sequence(self, i: int) -> Tensor:
-        return torch.from_numpy(self.tokens[self.offsets[i] : self.offsets[i + 1]].astype(np.int64))
-
-
-SPLIT_FILES = ("tokens.npy", "offsets.npy", "labels.npy")
-
-
-def write_tokenized(folder: str | Path, flat: FlatIds, labels: np.ndarray) -> None:
-    """``folder``/tokens.npy, offsets.npy, labels.npy (``np.save``: same arrays, same bytes)."""
-    with atomic_dir(folder) as tmp:
-        np.save(tmp / "tokens.npy", flat.tokens)
-        np.save(tmp / "offsets.npy", flat.offsets)
-        np.save(tmp / "labels.npy", np.asarray(labels, dtype=np.int64))
-
-
-def read_tokenized(folder: str | Path) -> TokenizedSplit:
-    folder = Path(folder)
-    missing = [name for name in SPLIT_FILES if not (folder / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{folder}: no tokenized split ({', '.join(missing)} missing); run `dvc repro`")
-    labels = torch.from_numpy(np.load(folder / "labels.npy"))
-    return TokenizedSplit(np.load(folder / "tokens.npy"), np.load(folder / "offsets.npy"), labels)
-
-
-def read_class_names(tokenized_dir: str | Path) -> list[str]:
-    """The class names the tokenize stage recorded in ``meta.json`` (id i is names[i])."""
-    path = Path(tokenized_dir) / "meta.json"
-    return json.loads(path.read_text(encoding="utf-8"))["class_names"]
-
-
-def pad_batch(sequences: list[Tensor], pad_id: int) -> Tensor:
-    """Stack sequences (T_i,) into (B, max T_i), right-padded with ``pad_id``.
-
-    Padding only to the batch's own longest sequence saves the attention's
-    O(T²) work on PADs that a fixed max_len would do.
-    """
-    return torch.nn.utils.rnn.pad_sequence(sequences, batch_first=True, padding_value=pad_id)
-
-
-def batches(
-    split: TokenizedSplit,
-    batch_size: int,
-    pad_id: int,
-    generator: torch.Generator | None = None,
-    bucket: bool = False,
-):
-    """Yield ``(input_ids (B, T), labels (B,))``; shuffled when a generator is given.
-
-    ``bucket`` groups sequences of similar length into the same batch (sorting
-    within windows of 50 batches, then shuffling the batches), so little padding
-    is left to compute on.
-    """
-    n = len(split)
-    order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
-    if bucket:
-        lengths = split.lengths
-        window = batch_size * 50
-        chunks = [order[i : i + window] for i in range(0, n, window)]
-        order = torch.cat([c[lengths[c].argsort(stable=True)] for c in chunks])
-    groups = list(order.split(batch_size))
-    if bucket and generator is not None:
-        groups = [groups[i] for i in torch.randperm(len(groups), generator=generator)]
-    for idx in groups:
-        yield split.batch(idx.numpy(), pad_id), split.labels[idx]

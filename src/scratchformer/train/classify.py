@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from scratchformer.analysis.evaluation import accuracy, predict_logits, rounded, scores
 from scratchformer.config import TrainConfig
-from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold
 from scratchformer.train.diagnostics import attention_diagnostics, grouped_parameters

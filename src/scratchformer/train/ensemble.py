@@ -17,7 +17,7 @@ from transformers import PreTrainedTokenizerBase
 from scratchformer.analysis.evaluation import predict_logits, scores
 from scratchformer.analysis.probe import Probe, make_probe, snapshots_record
 from scratchformer.config import ModelConfig, NBConfig, ProbeConfig, TrainConfig
-from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.model.checkpoint import load_pretrained
 from scratchformer.model.classifier import Ensemble, TransformerClassifier
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds

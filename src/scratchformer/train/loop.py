@@ -33,7 +33,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from scratchformer.config import UserError
-from scratchformer.data.tokenization import TokenizedSplit, batches
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.optim import (

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from scratchformer.analysis.evaluation import accuracy, rounded
 from scratchformer.config import PretrainConfig, TrainConfig
-from scratchformer.data.tokenization import TokenizedSplit
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.diagnostics import grouped_parameters
 from scratchformer.train.distributed import ALONE, World
