@@ -14,6 +14,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
 
 from scratchformer.analysis import acceptance
 from scratchformer.analysis.baseline import read_predictions
@@ -22,10 +26,11 @@ from scratchformer.analysis.scoring import split_scores, versus_best
 from scratchformer.config import Params
 from scratchformer.data.ingest import read_column
 from scratchformer.data.splits import in_train
-from scratchformer.data.tokenized_split import read_class_names, read_tokenized
+from scratchformer.data.tokenized_split import TokenizedSplit, read_class_names, read_tokenized
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import load_checkpoint
+from scratchformer.model.classifier import Classifier
 from stages import stage
 
 PARAMS = ("seed", "acceptance", "train.device")
@@ -59,33 +64,79 @@ def run(
             f"{len(class_names)} ({', '.join(class_names)}); run `dvc repro`"
         )
     splits = {name: read_tokenized(tokenized_dir / name) for name in ("validation", "test")}
+    seen, baselines = _seen_and_baselines(splits, tokenized_dir, raw_dir, baseline_dir)
+    blend_parts = parts(model)  # what carries a blend's number (none without an NB member)
+    predictions = {}
+    for name, split in splits.items():
+        scored = _score_split(model, split, class_names, seen[name], blend_parts, device)
+        result[name] = scored.metrics
+        write_json(confusion_dir / f"{name}.json", scored.confusion)
+        predictions[name] = scored.predicted
+    labels = {name: split.labels.numpy() for name, split in splits.items()}
+    for name, comparison in versus_best(predictions, labels, seen, baselines, params.seed).items():
+        result[name]["vs_best_baseline"] = comparison
+    checks = _acceptance_checks(model, splits["validation"], result["validation"]["accuracy"], params, device)
+    result["acceptance"] = checks
+    write_json(metrics_path, result)
+    failed = acceptance.failures(checks, dataclasses.asdict(params.acceptance))
+    if failed:
+        raise acceptance.AcceptanceError("; ".join([*failed, f"metrics written to {metrics_path}"]))
+    return result
+
+
+def _seen_and_baselines(
+    splits: dict[str, TokenizedSplit], tokenized_dir: Path, raw_dir: Path, baseline_dir: Path
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+    """Per split, which reviews are in train (by text) and the baselines' predictions for it.
+
+    The raw split must hold the tokenized split's rows, label for label: the unseen part and
+    the comparison with the baselines pair reviews by row.
+    """
     train_texts = read_column(raw_dir, "train", "text")
-    seen, baselines, predictions = {}, {}, {}
+    seen, baselines = {}, {}
     for name, split in splits.items():
         labels = read_column(raw_dir, name, "label").to_numpy()
         if len(labels) != len(split.labels) or (labels != split.labels.numpy()).any():
             raise ValueError(f"{raw_dir}/{name}.parquet and {tokenized_dir}/{name} hold other rows; run `dvc repro`")
         seen[name] = in_train(train_texts, read_column(raw_dir, name, "text"))
         baselines[name] = read_predictions(baseline_dir, name, len(labels))
-    k = len(class_names)
-    blend_parts = parts(model)  # what carries a blend's number (none without an NB member)
-    for name, split in splits.items():
-        logits = predict_logits(model, split, batch_size=256, device=device)
-        labels, predicted = split.labels.numpy(), logits.argmax(dim=1).numpy()
-        s = scores(logits, split.labels)
-        result[name] = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
-        result[name] |= split_scores(predicted, labels, seen[name], k)
-        confusion = confusion_table(logits, split.labels, class_names)
-        result[name]["per_class"] = per_class_scores(confusion["counts"], class_names)
-        for part, module in blend_parts.items():
-            part_logits = predict_logits(module, split, 256, device)
-            result[name][part] = split_scores(part_logits.argmax(dim=1).numpy(), labels, seen[name], k)
-        write_json(confusion_dir / f"{name}.json", confusion)
-        predictions[name] = predicted
-    labels = {name: split.labels.numpy() for name, split in splits.items()}
-    for name, comparison in versus_best(predictions, labels, seen, baselines, params.seed).items():
-        result[name]["vs_best_baseline"] = comparison
-    validation = splits["validation"]
+    return seen, baselines
+
+
+class ScoredSplit(NamedTuple):
+    """One split scored: its metrics, its confusion table and the class the model predicts for each review."""
+
+    metrics: dict
+    confusion: dict
+    predicted: np.ndarray  # (N,)
+
+
+def _score_split(
+    model: Classifier,
+    split: TokenizedSplit,
+    class_names: list[str],
+    seen: np.ndarray,
+    blend_parts: dict[str, torch.nn.Module],
+    device: torch.device,
+) -> ScoredSplit:
+    """Accuracy, F1 and loss; the same on the unseen part with intervals; per class; each blend part on its own."""
+    logits = predict_logits(model, split, batch_size=256, device=device)
+    labels, predicted = split.labels.numpy(), logits.argmax(dim=1).numpy()
+    s = scores(logits, split.labels)
+    metrics = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
+    metrics |= split_scores(predicted, labels, seen, len(class_names))
+    confusion = confusion_table(logits, split.labels, class_names)
+    metrics["per_class"] = per_class_scores(confusion["counts"], class_names)
+    for part, module in blend_parts.items():
+        part_logits = predict_logits(module, split, 256, device)
+        metrics[part] = split_scores(part_logits.argmax(dim=1).numpy(), labels, seen, len(class_names))
+    return ScoredSplit(metrics, confusion, predicted)
+
+
+def _acceptance_checks(
+    model: Classifier, validation: TokenizedSplit, validation_accuracy: float, params: Params, device: torch.device
+) -> dict:
+    """The math checks (attention parity, causal and padding leak); ``passed``: all of them and the accuracy bar met."""
     chosen = acceptance.padding_sample(validation.lengths.tolist())
     leak = acceptance.padding_leak(model, [validation.sequence(i) for i in chosen])
     checks = {
@@ -93,19 +144,14 @@ def run(
         "causal_mask_leak": acceptance.causal_mask_leak(seed=params.seed, device=device),
         "padding_leak": leak.value,
         "padding_leak_checked": leak.checked,
-        "validation_accuracy": result["validation"]["accuracy"],
+        "validation_accuracy": validation_accuracy,
     }
     limits = params.acceptance
     checks["passed"] = bool(
         not acceptance.failures(checks, dataclasses.asdict(limits))
         and checks["validation_accuracy"] >= limits.validation_accuracy
     )
-    result["acceptance"] = checks
-    write_json(metrics_path, result)
-    failed = acceptance.failures(checks, dataclasses.asdict(limits))
-    if failed:
-        raise acceptance.AcceptanceError("; ".join([*failed, f"metrics written to {metrics_path}"]))
-    return result
+    return checks
 
 
 def say(result: dict) -> str:
