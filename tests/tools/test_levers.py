@@ -1,7 +1,7 @@
 import json
 
 from scratchformer.render.markdown import block
-from tools.docs.levers import lever_records, levers_table, resplit_table, update_levers
+from tools.docs.levers import lever_records, levers_table, read_record, resplit_table, update_levers
 
 
 def exp(name, val, test, epochs=7, distill=0.0, split=None, seed=42, nblr=(0.92, 0.93), best_epoch=None):
@@ -65,6 +65,24 @@ def test_the_record_keeps_runs_that_are_no_longer_at_hand(tmp_path):
     names = [r["name"] for r in json.loads(record.read_text())]
     assert names == ["kd-s42", "kd-s52", "kd-s62", "tf1-s42", "tf1-s52", "rs-kd-s52"]
     assert "42, 52, 62" in block(page.read_text(), "levers")
+
+
+def test_a_record_made_before_the_nb_section_is_shown_with_todays_keys(tmp_path):
+    """A run kept in the record as ``train.distill`` / ``train.nb_role`` is shown, and kept, as ``nb.*``."""
+    page = tmp_path / "ablations.md"
+    page.write_text("<!-- levers:start -->\n<!-- levers:end -->\n<!-- resplit:start -->\n<!-- resplit:end -->\n")
+    record = tmp_path / "levers.json"
+    update_levers(page, sweep(), record)
+    runs = json.loads(record.read_text())
+    for r in runs:
+        if r["lever"] == "kd":
+            r["changed"] = {"train.distill": 0.5, "train.epochs": 9, "train.nb_role": "teacher"}  # as recorded then
+    record.write_text(json.dumps(runs))
+    assert read_record(record)[0]["changed"] == {"nb.distill": 0.5, "nb.role": "teacher", "train.epochs": 9}
+    update_levers(page, None, record)
+    kd = {r[0]: r for r in rows(block(page.read_text(), "levers"))}["`kd`"]
+    assert kd[1] == "`nb.distill=0.5`, `nb.role=teacher`, `train.epochs=9`"
+    assert "train.distill" not in record.read_text()
 
 
 def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():

@@ -52,7 +52,7 @@ ABLATION_COLUMNS = [
 ]
 # The reference configuration: the config defaults, keyed like `dvc exp show` params.
 REFERENCE = flatten(dataclasses.asdict(Params()))
-# Keys that moved: a record made before the move names them the old way (docs/levers.json, older experiments).
+# Keys that moved: an experiment or lever record made before the move names them the old way.
 RENAMED = {
     "train.nb_ngrams": "nb.ngrams",
     "train.nb_c": "nb.c",

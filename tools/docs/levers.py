@@ -139,9 +139,23 @@ def resplit_table(records: list[dict]) -> str:
     return markdown.table(header, rows) if rows else "No re-split runs recorded."
 
 
+def read_record(record: Path = RECORD) -> list[dict]:
+    """The lever runs kept in ``record`` (none before the first), each change named by today's key.
+
+    A run recorded before a key moved names it the old way (``train.distill``); read
+    through :data:`~tools.docs.ablations.RENAMED` it is ``nb.distill``, as params.yaml,
+    the recipes and a run made now name it.
+    """
+    runs = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
+    for r in runs:
+        renamed = {RENAMED.get(k, k): v for k, v in r["changed"].items()}
+        r["changed"] = dict(sorted(renamed.items(), key=lambda item: item[0]))
+    return runs
+
+
 def update_levers(path: Path, exp_show: list[dict] | None, record: Path = RECORD) -> None:
     """Merge the lever experiments of ``exp_show`` (when given) into ``record``; rewrite the blocks of ``path``."""
-    kept = {r["name"]: r for r in json.loads(record.read_text(encoding="utf-8"))} if record.is_file() else {}
+    kept = {r["name"]: r for r in read_record(record)}
     for r in lever_records(experiments(exp_show or [])):
         kept[r["name"]] = r
     records = sorted(kept.values(), key=lambda x: (x["resplit"], x["lever"], x["seed"]))

@@ -68,8 +68,7 @@ class Sources:
     @functools.cached_property
     def lever_runs(self) -> list[dict]:
         """The lever record (docs/levers.json): every recorded one-network run, from any clone."""
-        record = self.root / levers.RECORD
-        return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
+        return levers.read_record(self.root / levers.RECORD)
 
     @functools.cached_property
     def recipe_timing(self) -> dict | None:
