@@ -17,15 +17,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 import torch
 
 from scratchformer.analysis import acceptance
 from scratchformer.analysis.baseline import read_predictions
 from scratchformer.analysis.evaluation import confusion_table, parts, per_class_scores, predict_logits, scores
-from scratchformer.analysis.scoring import split_scores, versus_best
+from scratchformer.analysis.scoring import scored, split_scores, versus_best
 from scratchformer.config import Params
 from scratchformer.data.ingest import read_column
+from scratchformer.data.short_reviews import read_short_reviews
 from scratchformer.data.splits import in_train
+from scratchformer.data.tokenization import encode_flat, load_saved_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit, read_class_names, read_tokenized
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
@@ -33,13 +36,14 @@ from scratchformer.model.checkpoint import load_checkpoint
 from scratchformer.model.classifier import Classifier
 from stages import stage
 
-PARAMS = ("seed", "acceptance", "train.device")
+PARAMS = ("seed", "acceptance", "train.device", "tokenizer.max_len", "short_reviews")
 
 
 def run(
     params: Params,
     model_path: Path,
     tokenized_dir: Path,
+    tokenizer_dir: Path,
     raw_dir: Path,
     baseline_dir: Path,
     metrics_path: Path,
@@ -48,7 +52,8 @@ def run(
     """Accuracy/F1 on validation and test, whole and unseen, against the best baseline; confusion data; checks.
 
     ``raw_dir``: the raw splits, whose texts say which reviews are in train;
-    ``baseline_dir``: the baselines' predictions (the baseline stage's).
+    ``baseline_dir``: the baselines' predictions (the baseline stage's); ``tokenizer_dir``:
+    the tokenizer that encodes the short reviews (``params.short_reviews``), as the splits were.
 
     The metrics are written whatever the checks say; then a failed math check raises
     :class:`~scratchformer.analysis.acceptance.AcceptanceError`. Everything runs on the training
@@ -68,13 +73,16 @@ def run(
     blend_parts = parts(model)  # what carries a blend's number (none without an NB member)
     predictions = {}
     for name, split in splits.items():
-        scored = _score_split(model, split, class_names, seen[name], blend_parts, device)
-        result[name] = scored.metrics
-        write_json(confusion_dir / f"{name}.json", scored.confusion)
-        predictions[name] = scored.predicted
+        split_result = _score_split(model, split, class_names, seen[name], blend_parts, device)
+        result[name] = split_result.metrics
+        write_json(confusion_dir / f"{name}.json", split_result.confusion)
+        predictions[name] = split_result.predicted
     labels = {name: split.labels.numpy() for name, split in splits.items()}
     for name, comparison in versus_best(predictions, labels, seen, baselines, params.seed).items():
         result[name]["vs_best_baseline"] = comparison
+    if params.short_reviews is not None:
+        short = read_short_reviews(params.short_reviews, class_names)
+        result["short"] = _score_short(short, tokenizer_dir, params.tokenizer.max_len, model, blend_parts, device)
     checks = _acceptance_checks(model, splits["validation"], result["validation"]["accuracy"], params, device)
     result["acceptance"] = checks
     write_json(metrics_path, result)
@@ -131,6 +139,26 @@ def _score_split(
         part_logits = predict_logits(module, split, 256, device)
         metrics[part] = split_scores(part_logits.argmax(dim=1).numpy(), labels, seen, len(class_names))
     return ScoredSplit(metrics, confusion, predicted)
+
+
+def _score_short(
+    short: pd.DataFrame,
+    tokenizer_dir: Path,
+    max_len: int,
+    model: Classifier,
+    blend_parts: dict[str, torch.nn.Module],
+    device: torch.device,
+) -> dict:
+    """Accuracy (with its interval), F1 and n on the short reviews; each blend part's own beside them."""
+    flat = encode_flat(load_saved_tokenizer(tokenizer_dir), short["text"].tolist(), max_len)
+    labels = short["label"].to_numpy()
+    split = TokenizedSplit(flat.tokens, flat.offsets, torch.tensor(labels))
+    num_classes = model.config.num_classes
+
+    def score(module: torch.nn.Module) -> dict:
+        return scored(predict_logits(module, split, 256, device).argmax(dim=1).numpy(), labels, num_classes)
+
+    return score(model) | {part: score(module) for part, module in blend_parts.items()}
 
 
 def _acceptance_checks(

@@ -38,7 +38,7 @@ def run(cmd: list[str], cwd: Path, **extra_env: str) -> str:
 
 def copy_project(repo: Path) -> dict:
     """This project's code and pipeline copied into ``repo``, with the fixture tokenizer; return its params."""
-    for item in ("dvc.yaml", ".dvcignore", "stages", "src"):
+    for item in ("dvc.yaml", ".dvcignore", "stages", "src", "checks"):
         source = ROOT / item
         if source.is_dir():
             shutil.copytree(source, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
@@ -108,7 +108,7 @@ def test_repro_writes_every_output(repo):
     train = json.loads((repo / "metrics" / "train.json").read_text())
     assert train["epochs"] == 1 and train["best_epoch"] == 1
     evaluation = json.loads((repo / "metrics" / "eval.json").read_text())
-    assert set(evaluation) == {"validation", "test", "acceptance"}
+    assert set(evaluation) == {"validation", "test", "acceptance", "short"}
     checks = evaluation["acceptance"]
     assert checks["attention_max_abs_err"] < 1e-5 and checks["causal_mask_leak"] < 1e-6
     assert checks["padding_leak"] < 1e-5 and checks["padding_leak_checked"] >= 32
@@ -131,6 +131,8 @@ def test_repro_writes_every_output(repo):
         assert baselines["nblr"][split]["unseen"]["n"] == evaluation[split]["unseen"]["n"]
         assert evaluation[split]["vs_best_baseline"]["name"] in baselines
     assert len(pd.read_parquet(repo / "data" / "baseline" / "test.parquet")) == 60
+    short = len(pd.read_csv(ROOT / "checks" / "short_reviews.tsv", sep="\t", quoting=3))
+    assert evaluation["short"]["n"] == short and all(b["short"]["n"] == short for b in baselines.values())
     report = (repo / "plots" / "errors" / "validation.md").read_text(encoding="utf-8")
     assert report.startswith("# Why is it wrong") and "of the 60 validation reviews wrong" in report
     assert "<!DOCTYPE html>" in (repo / "plots" / "errors" / "validation.html").read_text(encoding="utf-8")
@@ -221,7 +223,8 @@ def test_a_failed_math_check_fails_evaluate_after_writing_metrics(repo, tmp_path
     params["acceptance"]["attention_max_abs_err"] = 1e-12  # below float32 rounding: must fail
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True))
     cmd = [sys.executable, "-m", "stages.evaluate", "--params", str(tmp_path / "params.yaml")]
-    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized", "--raw", "data/raw"]
+    cmd += ["--model", "models/model.pt", "--tokenized", "data/tokenized", "--tokenizer", "data/tokenizer"]
+    cmd += ["--raw", "data/raw"]
     cmd += ["--baseline", "data/baseline"]
     cmd += ["--metrics", str(tmp_path / "eval.json"), "--confusion", str(tmp_path / "confusion")]
     result = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)

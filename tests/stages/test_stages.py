@@ -134,9 +134,16 @@ def test_evaluate_scores_a_blends_parts_each_on_its_own(tmp_path):
     blend = Ensemble(members, nb).eval()
     labels = write_scored_model(tmp_path, blend, n=60, seed=0)
     raw, baseline = write_raw_and_baselines(tmp_path, labels)
-    params = from_dict({"acceptance": {"validation_accuracy": 0.01}})
+    params = from_dict({"acceptance": {"validation_accuracy": 0.01}, "short_reviews": None})
     result = evaluate.run(
-        params, tmp_path / "model.pt", tmp_path / "tokenized", raw, baseline, tmp_path / "m.json", tmp_path / "c"
+        params,
+        tmp_path / "model.pt",
+        tmp_path / "tokenized",
+        tmp_path / "tokenizer",
+        raw,
+        baseline,
+        tmp_path / "m.json",
+        tmp_path / "c",
     )
 
     split = read_tokenized(tmp_path / "tokenized" / "validation")
@@ -207,9 +214,10 @@ def test_evaluate_scores_the_unseen_part_and_compares_with_the_best_baseline(tmp
     model = TransformerClassifier(tiny_config(), 30)
     labels = write_scored_model(tmp_path, model, n=40, seed=1)
     raw, baseline = write_raw_and_baselines(tmp_path, labels)
-    params = from_dict({"acceptance": {"validation_accuracy": 0.01}, "seed": 5})
-    paths = (tmp_path / "model.pt", tmp_path / "tokenized", raw, baseline, tmp_path / "m.json", tmp_path / "c")
-    result = evaluate.run(params, *paths)
+    params = from_dict({"acceptance": {"validation_accuracy": 0.01}, "seed": 5, "short_reviews": None})
+    paths = (tmp_path / "model.pt", tmp_path / "tokenized", tmp_path / "tokenizer", raw, baseline)
+    result = evaluate.run(params, *paths, tmp_path / "m.json", tmp_path / "c")
+    assert "short" not in result  # short_reviews: null turns the check off
 
     for split in ("validation", "test"):
         scores = result[split]
@@ -223,8 +231,42 @@ def test_evaluate_scores_the_unseen_part_and_compares_with_the_best_baseline(tmp
         assert versus["delta"] == (right - 30) / 30
         assert versus["ci95"]["lo"] <= versus["delta"] <= versus["ci95"]["hi"] <= 0
     assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(result))
-    evaluate.run(params, *paths[:4], tmp_path / "again.json", tmp_path / "c")
+    evaluate.run(params, *paths, tmp_path / "again.json", tmp_path / "c")
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "m.json").read_bytes()  # byte-identical rerun
+
+
+def test_evaluate_scores_the_short_reviews_as_the_model_reads_them(tmp_path):
+    """short.*: the model's accuracy on the file of short reviews, each text encoded as the tokenizer does."""
+    import torch
+    from fixtures import sentences
+
+    from scratchformer.analysis.scoring import wilson
+    from scratchformer.data.tokenization import save_tokenizer
+    from stages import evaluate
+
+    tokenizer = load_tokenizer(str(write_tokenizer(tmp_path / "vocab")))
+    save_tokenizer(tokenizer, tmp_path / "tokenizer")
+    torch.manual_seed(4)
+    model = TransformerClassifier(tiny_config(), len(tokenizer)).eval()
+    labels = write_scored_model(tmp_path, model, n=40, seed=1)
+    raw, baseline = write_raw_and_baselines(tmp_path, labels)
+    rows = sentences(41, seed=7)
+    names = ["negative", "positive"]
+    short_file = tmp_path / "short.tsv"
+    short_file.write_text("text\tlabel\n" + "".join(f"{t}\t{names[y]}\n" for y, t in rows), encoding="utf-8")
+    params = from_dict({"acceptance": {"validation_accuracy": 0.01}, "short_reviews": str(short_file)})
+    paths = (tmp_path / "model.pt", tmp_path / "tokenized", tmp_path / "tokenizer", raw, baseline)
+    result = evaluate.run(params, *paths, tmp_path / "m.json", tmp_path / "c")
+
+    with torch.no_grad():  # one text at a time, ids from the tokenizer itself, cut at the checkpoint's 16
+        right = sum(
+            model(torch.tensor([tokenizer(t, truncation=True, max_length=16)["input_ids"]])).argmax().item() == y
+            for y, t in rows
+        )
+    assert 0 < right < len(rows) and 2 * right != len(rows)  # a score that tells right from wrong and swapped labels
+    assert result["short"]["n"] == len(rows)
+    assert result["short"]["accuracy"] == right / len(rows)
+    assert result["short"]["accuracy_ci95"] == wilson(right, len(rows))
 
 
 @pytest.mark.parametrize("folds", [1, 3])

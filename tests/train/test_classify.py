@@ -18,7 +18,7 @@ from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
-from scratchformer.train.classify import Classification, Steps, drop_tokens, fit, grad_norm_summary
+from scratchformer.train.classify import Classification, Steps, crop_spans, drop_tokens, fit, grad_norm_summary
 from scratchformer.train.loop import NOTHING, Loop, Progress, TrainingDivergedError
 from scratchformer.train.optim import Settings, lr_factor, parameter_groups
 from scratchformer.train.recording import Recorder
@@ -102,6 +102,34 @@ def test_drop_tokens_hides_a_share_of_tokens_but_never_the_first():
     assert torch.all(dropped[:, 40:] == 0)
     assert torch.all((dropped == ids) | hidden)  # a token is either kept or became PAD
     assert hidden[:, 1:40].float().mean().item() == pytest.approx(0.25, abs=0.02)
+
+
+def test_crop_spans_keeps_cls_and_sep_around_a_contiguous_span_of_the_text():
+    g = torch.Generator().manual_seed(0)
+    CLS, SEP, PAD = 101, 102, 0
+    rows, T = 300, 40
+    n = torch.randint(0, 37, (rows,), generator=g)  # each row's own tokens, some rows empty
+    texts = [torch.randperm(60, generator=g)[:k] + 1000 for k in n.tolist()]  # distinct ids: a span is findable
+    ids = torch.full((rows, T), PAD)
+    for i, text in enumerate(texts):
+        ids[i, : len(text) + 2] = torch.cat([torch.tensor([CLS]), text, torch.tensor([SEP])])
+    cropped = crop_spans(ids, 0.5, PAD, torch.Generator().manual_seed(1))
+    changed = 0
+    for i, text in enumerate(texts):
+        row = cropped[i][cropped[i] != PAD]
+        assert row[0] == CLS and row[-1] == SEP, i
+        span = row[1:-1]
+        assert len(span) >= min(4, len(text)), i
+        starts = [s for s in range(len(text) - len(span) + 1) if torch.equal(text[s : s + len(span)], span)]
+        assert starts, f"row {i}: {span.tolist()} is not a contiguous span of {text.tolist()}"
+        assert torch.all(cropped[i][len(row) :] == PAD), i
+        changed += len(span) < len(text)
+    # about half of the rows are cropped, and a cropped row is shorter unless its span is all of it
+    assert 0.3 < changed / rows < 0.5
+    assert torch.equal(crop_spans(ids, 0.0, PAD, torch.Generator().manual_seed(1)), ids)
+    lengths = (crop_spans(ids, 1.0, PAD, torch.Generator().manual_seed(2)) != PAD).sum(1) - 2
+    long = n >= 30
+    assert lengths[long].float().mean() < 0.7 * n[long].float().mean()  # uniform lengths: about half
 
 
 def _tiny_run(ema_decay):

@@ -58,6 +58,7 @@ class Params:
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
     errors: ErrorsConfig = field(default_factory=ErrorsConfig)
+    short_reviews: str | None = "checks/short_reviews.tsv"  # own short reviews scored as short.*; None = off
 
     def __post_init__(self) -> None:
         members = self.train.ensemble - 1  # the members train from seed, seed+1, …, seed+members

@@ -44,6 +44,7 @@ class TrainConfig(OptimConfig):
     device: str = "auto"  # auto = cuda, then mps, then cpu
     label_smoothing: float = 0.0
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
+    spans: float = 0.0  # chance that a training review is cropped to a random span of itself each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
     ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
@@ -71,6 +72,7 @@ class TrainConfig(OptimConfig):
         )
         require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
         require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
+        require(0 <= self.spans <= 1, "train.spans", self.spans, "must be in [0, 1]")
         require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
         require(self.ensemble >= 1, "train.ensemble", self.ensemble, "must be >= 1")
         require(self.nproc >= 1, "train.nproc", self.nproc, "must be >= 1")

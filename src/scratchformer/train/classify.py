@@ -57,6 +57,36 @@ def drop_tokens(input_ids: Tensor, p: float, pad_id: int, generator: torch.Gener
     return input_ids.masked_fill(drop, pad_id)
 
 
+SHORTEST_SPAN = 4  # tokens: a span shorter than this is rarely a phrase with a sentiment of its own
+
+
+def crop_spans(input_ids: Tensor, p: float, pad_id: int, generator: torch.Generator | None = None) -> Tensor:
+    """Replace each row, with probability ``p``, by a random contiguous span of its text.
+
+    A row is ``[CLS] t_1 … t_n [SEP]`` then PAD. A cropped row is ``[CLS] t_s … t_{s+l-1} [SEP]``:
+    the span length ``l`` is drawn uniformly from ``min(4, n)`` to ``n`` and its start ``s``
+    uniformly among the places it fits; the label stays the review's. Reviews are long and
+    the texts a reader types are short: training on spans too puts short texts in
+    distribution, the way a bag of n-grams never minds the length.
+    """
+    B, T = input_ids.shape
+    lengths = (input_ids != pad_id).sum(dim=1)  # (B,) [CLS] and [SEP] included
+    n = (lengths - 2).clamp(min=0)  # (B,) the text's own tokens
+    shortest = n.clamp(max=SHORTEST_SPAN)
+    u = torch.rand((3, B), generator=generator, device=input_ids.device)
+    span = shortest + (u[0] * (n - shortest + 1)).long().clamp(max=n - shortest)  # (B,) in [shortest, n]
+    start = 1 + (u[1] * (n - span + 1)).long().clamp(max=n - span)  # (B,) in [1, n - span + 1]
+    position = torch.arange(T, device=input_ids.device)  # (T,)
+    source = (start[:, None] + position[None, :] - 1).clamp(0, T - 1)  # (B, T): position j reads t_{s+j-1}
+    cropped = input_ids.gather(1, source)
+    cropped[:, 0] = input_ids[:, 0]  # [CLS]
+    sep = input_ids.gather(1, (lengths - 1).clamp(min=0)[:, None])  # (B, 1) each row's [SEP]
+    cropped = torch.where(position[None, :] == span[:, None] + 1, sep, cropped)
+    cropped = cropped.masked_fill(position[None, :] > span[:, None] + 1, pad_id)
+    chosen = (u[2] < p) & (n > 0)  # (B,)
+    return torch.where(chosen[:, None], cropped, input_ids)
+
+
 @dataclass
 class History:
     """Everything a training run measured, for metrics, curves and plots."""
@@ -100,8 +130,8 @@ def improves(record: dict, best: dict | None, select: str) -> bool:
 class Classification(nn.Module):
     """The classifier's objective for :class:`~scratchformer.train.loop.Loop`: cross-entropy on the labels.
 
-    ``prepare`` hides tokens (``token_dropout``) on the whole global batch, so
-    every process sees the same corruption whatever its share.
+    ``prepare`` crops rows to spans (``spans``) and hides tokens (``token_dropout``) on
+    the whole global batch, so every process sees the same corruption whatever its share.
 
     With a ``teacher`` (a fitted model, frozen here) and ``distill`` = α > 0,
     each row's target is a mixture (Hinton et al., 2015, at temperature 1):
@@ -129,15 +159,19 @@ class Classification(nn.Module):
         token_dropout: float = 0.0,
         teacher: nn.Module | None = None,
         distill: float = 0.0,
+        spans: float = 0.0,
     ):
         super().__init__()
         self.model = model
         self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
+        self.spans = spans
         self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
 
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         if isinstance(self.teacher, OutOfFold):
             labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)
+        if self.spans:
+            ids = crop_spans(ids, self.spans, self.model.pad_id, generator)
         if self.token_dropout:
             ids = drop_tokens(ids, self.token_dropout, self.model.pad_id, generator)
         return ids, labels
@@ -197,7 +231,7 @@ def fit(
     ``teacher`` and ``distill`` > 0 the targets mix in its probabilities (:class:`Classification`);
     with several processes (``world``) only rank 0 validates, selects and records.
     """
-    objective = Classification(model, config.label_smoothing, config.token_dropout, teacher, distill)
+    objective = Classification(model, config.label_smoothing, config.token_dropout, teacher, distill, config.spans)
     steps = math.ceil(len(train) / config.batch_size)
     loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")
     history = History()
