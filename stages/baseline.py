@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from scratchformer.analysis.baseline import BASELINES, fit_and_predict, score_predictions, write_predictions
+from scratchformer.analysis.scoring import scored
 from scratchformer.config import Params
 from scratchformer.data.ingest import read_split
 from scratchformer.data.labels import Classes
-from scratchformer.analysis.scoring import scored
 from scratchformer.data.short_reviews import read_short_reviews
 from scratchformer.data.splits import in_train
 from scratchformer.files import write_json

@@ -31,11 +31,11 @@ def read_short_reviews(path: str | Path, class_names: list[str]) -> pd.DataFrame
     """
     path = Path(path)
     try:
-        frame = pd.read_csv(
-            path, sep="\t", quoting=csv.QUOTE_NONE, dtype=str, keep_default_na=False, encoding="utf-8"
-        )
+        frame = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, dtype=str, keep_default_na=False, encoding="utf-8")
     except FileNotFoundError:
-        raise DataError(f"{path}: no such file of short reviews (params.yaml short_reviews; null turns the check off)")
+        raise DataError(
+            f"{path}: no such file of short reviews (params.yaml short_reviews; null turns the check off)"
+        ) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not a UTF-8 TSV of text<TAB>label lines ({err})") from None
     if list(frame.columns) != COLUMNS:
