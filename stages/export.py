@@ -1,5 +1,7 @@
 """Stage export: the trained model as a folder others can load (safetensors, config.json, tokenizer, card).
 
+The card shows what the model answers to a few example reviews, predicted here, right or wrong.
+
 ``Predictor.from_pretrained(folder)`` and ``scratchformer predict --model folder`` read it;
 see :mod:`scratchformer.model.export` for what it holds.
 """
@@ -9,10 +11,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scratchformer.analysis.predict import Predictor
 from scratchformer.config import Params
 from scratchformer.model.checkpoint import CorruptFileError, load_checkpoint, restore
 from scratchformer.model.export import folder_config, save_folder
-from scratchformer.render.model_card import model_card
+from scratchformer.render.model_card import EXAMPLES, model_card
 from stages import stage
 
 PARAMS = (
@@ -43,7 +46,8 @@ def run(
     model, info = load_checkpoint(model_path)
     config = folder_config(model, info)
     data_report = read_metrics(data_metrics_path).get("data", {})
-    card = model_card(config, model.num_parameters(), params, read_metrics(eval_path), data_report)
+    answers = [(p.text, p.label, p.probability) for p in Predictor(model_path, tokenizer_dir).predict(EXAMPLES, 0)]
+    card = model_card(config, model.num_parameters(), params, read_metrics(eval_path), data_report, answers)
     save_folder(model, out_dir, info, tokenizer_dir, card)
     return {"folder": str(out_dir), "files": sorted(p.name for p in out_dir.iterdir())}
 

@@ -17,6 +17,7 @@ from scratchformer.analysis.predict import Predictor
 from scratchformer.model.checkpoint import load_checkpoint
 from scratchformer.model.classifier import Ensemble
 from scratchformer.model.export import load_folder
+from scratchformer.render.model_card import EXAMPLES
 from scratchformer.reporting.experiments import experiments
 
 ROOT = Path(__file__).parents[2]
@@ -150,6 +151,8 @@ def test_export_writes_a_folder_that_predicts_like_the_checkpoint(repo):
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert f"| validation | {evaluation['validation']['accuracy']:.4f} |" in card
     assert f"| test | {evaluation['test']['accuracy']:.4f} |" in card and "| train rows | 240 |" in card
+    for answer in Predictor.from_pretrained(folder).predict(list(EXAMPLES), 0):
+        assert f"| {answer.text} | {answer.label} ({answer.probability:.3f}) |" in card  # predicted, as it is
 
 
 def test_the_model_folder_predicts_named_classes_from_outside_the_repository(repo, tmp_path):

@@ -245,6 +245,15 @@ def front_matter(card: str) -> tuple[dict, str]:
     return yaml.safe_load("\n".join(lines[1:end])), "\n".join(lines[end + 1 :])
 
 
+def test_the_card_shows_the_answers_it_is_given_escaped():
+    answers = [("服务很差", "negative", 0.9123), ("<b>好|坏</b>", "neg|ative", 0.5)]
+    card = model_card({**SMALL, "class_names": ["negative", "positive"]}, 10, from_dict({}), EVAL, {}, answers)
+    assert "| 服务很差 | negative (0.912) |" in card
+    assert "| \\<b\\>好\\|坏\\</b\\> | neg\\|ative (0.500) |" in card
+    assert "(`scratchformer predict --model models/classifier 服务很差 <b>好|坏</b>`)" in card  # verbatim, as code
+    assert "answer (probability)" not in model_card({**SMALL, "class_names": ["a", "b"]}, 10, from_dict({}), EVAL, {})
+
+
 def test_the_card_escapes_class_names_and_param_values(tmp_path):
     source = tmp_path / "we<ird>|*data*"
     source.mkdir()

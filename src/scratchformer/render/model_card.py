@@ -61,6 +61,11 @@ def _results(evaluation: dict) -> str:
             rows.append(f"| {split} | {scores['accuracy']:.4f} | {scores['f1']:.4f} |")
     if not rows:
         return "No evaluation was recorded."
+    short = evaluation.get("short")
+    if short:  # the pipeline's own short reviews (short_reviews in params.yaml)
+        rows.append(
+            f"| {short['n']} short reviews written for the check | {short['accuracy']:.4f} | {short['f1']:.4f} |"
+        )
     table = "\n".join(["| split | accuracy | macro F1 |", "|---|---|---|", *rows])
     passed = evaluation.get("acceptance", {}).get("passed")
     if passed is not None:
@@ -154,11 +159,32 @@ def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
     return lines
 
 
-def model_card(config: dict, parameters: int, params: Params, evaluation: dict, data_report: dict) -> str:
+EXAMPLES = ("服务很差", "这本书不值这个价", "房间很干净，服务也很热情，下次还会再来。")  # what the card shows it answer
+
+
+def _answers(answers: list[tuple[str, str, float]]) -> str:
+    """What the model answered to :data:`EXAMPLES` when the folder was written: text, label, probability."""
+    command = code(f"scratchformer predict --model {FOLDER} " + " ".join(text for text, _, _ in answers))
+    rows = [(plain(text), f"{label} ({probability:.3f})") for text, label, probability in answers]  # values escaped
+    return (
+        f"What it answers, predicted when this folder was written ({command}), right or wrong:\n\n"
+        + _table(rows, ("text", "answer (probability)"))
+    )
+
+
+def model_card(
+    config: dict,
+    parameters: int,
+    params: Params,
+    evaluation: dict,
+    data_report: dict,
+    answers: list[tuple[str, str, float]] = (),
+) -> str:
     """README.md of the model folder whose config.json is ``config``.
 
     ``parameters``: the model's parameter count; ``evaluation``: metrics/eval.json;
-    ``data_report``: the ``data`` record of metrics/data.json (rows per split).
+    ``data_report``: the ``data`` record of metrics/data.json (rows per split); ``answers``:
+    (text, label, probability) of the model on :data:`EXAMPLES`, shown as predicted.
     """
     names = config["class_names"]
     rows = data_report.get("rows", {})
@@ -170,7 +196,7 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
     example = (
         "from scratchformer import Predictor\n"
         f'predictor = Predictor.from_pretrained("{FOLDER}")  # the path of this folder\n'
-        'print(predictor(["服务很差"])[0].label)'
+        f"print(predictor([{EXAMPLES[0]!r}])[0].label)"
     )
     sections = [
         _header(params, evaluation),
@@ -204,8 +230,7 @@ def model_card(config: dict, parameters: int, params: Params, evaluation: dict, 
         "with a warning that it is a guess.\n"
         "- Its probabilities are the softmax of its logits, not calibrated chances: read them as a ranking."
         + "".join("\n" + line for line in _parts(config, params, evaluation)),
-        "## Use it\n\n"
-        "```python\n" + example + "\n```\n\n"
+        "## Use it" + ("\n\n" + _answers(list(answers)) if answers else "") + "\n\n```python\n" + example + "\n```\n\n"
         "From the command line (after `pip install -e .` in the scratchformer repository):\n\n"
         "```bash\n"
         f'scratchformer predict --model {FOLDER} "服务很差"\n'
