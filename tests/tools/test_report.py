@@ -13,6 +13,7 @@ from tools.docs.results import (
     recipe_block,
     recipe_drift,
     results_table,
+    unseen_table,
     unseen_block,
 )
 
@@ -128,6 +129,25 @@ def test_the_unseen_table_shows_every_run_whole_and_unseen_with_intervals():
     assert len([line for line in lines if line.startswith("| char")]) == 3  # every baseline
     assert "validation -0.0081 [-0.0302, +0.0139]; test +0.0023 [-0.0302, +0.0139]" in lines[-1]
     assert "NB-LR" in lines[-1]
+
+
+def test_the_unseen_table_ends_in_the_short_review_column_for_the_model_and_each_baseline():
+    def short(acc):
+        return {"accuracy": acc, "accuracy_ci95": {"lo": acc - 0.1, "hi": acc + 0.05}, "n": 62}
+
+    evaluation = {"validation": scored(0.9, 0.88, 0.92, 0.87, 862), "test": scored(0.91, 0.89, 0.93, 0.88, 869)}
+    evaluation["short"] = short(0.8)
+    baselines = {
+        name: {"validation": scored(0.92, 0.9, 0.94, 0.9, 862), "test": scored(0.93, 0.91, 0.95, 0.9, 869)}
+        | {"short": short(v)}
+        for name, v in (("baseline", 0.95), ("svm", 0.9), ("nblr", 0.85))
+    }
+    shown = {"": {"data": {"metrics/eval.json": {"data": evaluation}, "metrics/baseline.json": {"data": baselines}}}}
+    lines = unseen_table(workspace_metrics(shown)).splitlines()
+    assert lines[0].endswith("| test unseen (n = 869) | short reviews (n = 62) |")
+    assert lines[2].startswith("| model (params.yaml) |") and lines[2].endswith("| 0.8 [0.7, 0.85] |")
+    cells = {line.split(" | ")[0]: line.rsplit(" | ", 1)[1] for line in lines[2:]}
+    assert sorted(cells.values()) == ["0.8 [0.7, 0.85] |", "0.85 [0.75, 0.9] |", "0.9 [0.8, 0.95] |", "0.95 [0.85, 1] |"]
 
 
 def test_experiments_are_flattened():

@@ -20,6 +20,7 @@ RESULT_ROWS = [
     ("validation F1", "eval:validation.f1"),
     ("test accuracy", "eval:test.accuracy"),
     ("test F1", "eval:test.f1"),
+    ("short-review accuracy (checks/short_reviews.tsv)", "eval:short.accuracy"),
     ("attention max abs error vs PyTorch", "eval:acceptance.attention_max_abs_err"),
     ("causal-mask leak", "eval:acceptance.causal_mask_leak"),
     ("padding leak", "eval:acceptance.padding_leak"),
@@ -31,6 +32,7 @@ RESULT_ROWS = [
     ("n-gram linear SVM test accuracy", "baseline:svm.test.accuracy"),
     ("n-gram NB-LR validation accuracy", "baseline:nblr.validation.accuracy"),
     ("n-gram NB-LR test accuracy", "baseline:nblr.test.accuracy"),
+    ("n-gram baseline short-review accuracy", "baseline:baseline.short.accuracy"),
     ("best epoch (lowest validation loss)", "train:best_epoch"),
     ("parameters", "train:parameters"),
 ]
@@ -60,6 +62,7 @@ def unseen_table(metrics: dict[str, Any]) -> str:
 
     One row for the model of the workspace (and each part of a blend), one per n-gram
     baseline; the unseen columns name their ``n`` in the header (the same for every row).
+    A last column scores the short-review check (``short``), where the pipeline ran it.
     """
     sources = [("model (params.yaml)", "eval:{split}")]
     sources += [
@@ -76,12 +79,17 @@ def unseen_table(metrics: dict[str, Any]) -> str:
     for split in ("validation", "test"):
         n = metrics.get(f"eval:{split}.unseen.n", metrics.get(f"baseline:{STRONGEST}.{split}.unseen.n"))
         header += [f"{split} (all)", f"{split} unseen" + (f" (n = {n})" if n is not None else "")]
+    short = metrics.get("eval:short.n", metrics.get(f"baseline:{STRONGEST}.short.n"))
+    if short is not None:
+        header.append(f"short reviews (n = {short})")
     rows = []
     for label, key in sources:
         row = [label]
         for split in ("validation", "test"):
             prefix = key.format(split=split)
             row += [with_interval(metrics, prefix), with_interval(metrics, f"{prefix}.unseen")]
+        if short is not None:
+            row.append(with_interval(metrics, key.format(split="short")))
         rows.append(row)
     return markdown.table(header, rows)
 
