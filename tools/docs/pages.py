@@ -34,7 +34,7 @@ WRITTEN_ELSEWHERE = {
     "scale": "python benchmarks/scale.py --doc docs/corpus.md",
     "scale-out": "python benchmarks/scale_out.py --doc docs/scale-out.md",
     "gpu": "python benchmarks/gpu_check.py --doc docs/scale-out.md",
-    **{name: "python -m tools.docs.labels" for name in labels.BLOCKS},
+    **labels.BLOCKS,
 }
 BLOCK = re.compile(r"<!-- ([\w-]+):start -->")
 
