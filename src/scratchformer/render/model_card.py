@@ -166,9 +166,8 @@ def _answers(answers: list[tuple[str, str, float]]) -> str:
     """What the model answered to :data:`EXAMPLES` when the folder was written: text, label, probability."""
     command = code(f"scratchformer predict --model {FOLDER} " + " ".join(text for text, _, _ in answers))
     rows = [(plain(text), f"{label} ({probability:.3f})") for text, label, probability in answers]  # values escaped
-    return (
-        f"What it answers, predicted when this folder was written ({command}), right or wrong:\n\n"
-        + _table(rows, ("text", "answer (probability)"))
+    return f"What it answers, predicted when this folder was written ({command}), right or wrong:\n\n" + _table(
+        rows, ("text", "answer (probability)")
     )
 
 
