@@ -160,7 +160,7 @@ def test_experiments_are_flattened():
 def test_comparison_puts_reference_best_and_baseline_side_by_side():
     table = comparison_table(experiments(exp_show()))
     lines = table.splitlines()
-    assert lines[2].startswith("| reference (params.yaml) | 0.835 |")
+    assert lines[2].startswith("| default (params.yaml) | 0.835 |")
     assert lines[3].startswith("| `best` experiment | 0.93 |")
     assert lines[4].startswith("| `wide` experiment | 0.87 |")  # one of the further compared experiments
     assert lines[5].startswith("| char 1–3-gram TF-IDF + logistic regression | 0.916 | 0.925 |")
@@ -287,7 +287,7 @@ def test_the_headline_is_read_back_from_the_committed_comparison_where_experimen
     made = headline_table(comparison_rows(records))
     assert headline_table(read_table(comparison_table(records))) == made  # same table either way
     assert made.splitlines()[2:] == [
-        "| reference run (`params.yaml`) | 0.835 | 0.835 |",
+        "| default run (`params.yaml`) | 0.835 | 0.835 |",
         "| [`best` recipe](recipes/best.yaml) (3 Transformers + NB member) | 0.93 | 0.93 |",
     ]  # no NB-LR in these records, and the SVM and `wide` rows are not headline rows
 
@@ -310,11 +310,38 @@ def test_the_one_network_row_sits_just_above_the_baseline_it_is_measured_against
         "0.9200",
     ]
     assert recipe_row(runs, "transformer", {"train.epochs": 9}) is None  # no run has exactly those params
-    comparison = [row("reference (params.yaml)", 0.83), row(BASELINES[STRONGEST], 0.92)]
+    comparison = [row("default (params.yaml)", 0.83), row(BASELINES[STRONGEST], 0.92)]
     lines = headline_table(comparison, one).splitlines()[2:]
     assert [line.split(" | ")[0] for line in lines] == [
-        "| reference run (`params.yaml`)",
+        "| default run (`params.yaml`)",
         "| [`transformer` recipe](recipes/transformer.yaml) (one network, mean of seeds 42, 52)",
         "| char 1–3-gram NB-LR (strongest n-gram baseline)",
     ]
     assert headline_table(comparison) == headline_table(comparison, None)  # no record: the table as before
+
+
+def test_without_the_recipes_experiments_the_default_row_and_baselines_come_from_the_workspace():
+    from tools.docs.results import BASELINES, STRONGEST, refreshed_rows
+
+    committed = [
+        {"label": "reference (params.yaml)", "eval:validation.accuracy": 0.8317, "eval:test.accuracy": 0.8408},
+        {"label": "`best` experiment", "eval:validation.accuracy": 0.9308, "eval:test.accuracy": 0.9417},
+        {"label": BASELINES[STRONGEST], "eval:validation.accuracy": 0.9, "eval:test.accuracy": 0.9},
+    ]
+    metrics = {
+        "eval:validation.accuracy": 0.8833,
+        "eval:test.accuracy": 0.9008,
+        "train:parameters": 123,
+        f"baseline:{STRONGEST}.validation.accuracy": 0.9242,
+        f"baseline:{STRONGEST}.test.accuracy": 0.9267,
+    }
+    reference = {"name": "reference", "eval:validation.accuracy": 0.8317, "eval:test.accuracy": 0.8408}
+    rows = refreshed_rows(committed, metrics, [reference, {"name": "other", "eval:test.accuracy": 0.5}])
+    assert [(r["label"], r["eval:validation.accuracy"]) for r in rows] == [
+        ("default (params.yaml)", 0.8833),  # the workspace's, under its new name
+        ("`reference` experiment", 0.8317),  # run here, not in the committed table: after the default
+        ("`best` experiment", 0.9308),  # not here: as committed
+        (BASELINES[STRONGEST], 0.9242),  # the workspace's baseline
+    ]
+    assert rows[0]["train:parameters"] == 123
+    assert refreshed_rows(rows, metrics, [reference]) == rows  # regenerating again changes nothing

@@ -5,7 +5,7 @@ A page (README.md, docs/*.md) marks a generated block with ``<!-- name:start -->
 wherever the block sits, so moving text between pages needs no change here. Experiments are
 local git refs: a clone that has not run (or pulled) them keeps the blocks made from them as
 committed rather than erasing them; the README's headline table is then read back from the
-committed comparison table.
+committed comparison table, with the default run and the baselines taken from the workspace.
 """
 
 from __future__ import annotations
@@ -80,6 +80,10 @@ class Sources:
     def transformer(self) -> dict:
         return recipes.load("transformer", self.root / "recipes")
 
+    def refreshed_comparison(self) -> list[dict]:
+        """The committed comparison, its default run, baselines and experiments run here made new."""
+        return results.refreshed_rows(self.committed_comparison(), self.metrics, self.records)
+
     def committed_comparison(self) -> list[dict]:
         for page in pages(self.root):
             table = markdown.block(page.read_text(encoding="utf-8"), "comparison")
@@ -99,10 +103,12 @@ def make(name: str, text: str, src: Sources) -> str | None:
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name == "headline":
-        rows = results.comparison_rows(src.records) if src.has_best else src.committed_comparison()
+        rows = results.comparison_rows(src.records) if src.has_best else src.refreshed_comparison()
         return results.headline_table(rows, levers.recipe_row(src.lever_runs, "transformer", src.transformer))
     if name == "comparison":
-        return results.comparison_table(src.records) if src.has_best else None
+        if src.has_best:
+            return results.comparison_table(src.records)
+        return results.records_table(src.refreshed_comparison(), results.COMPARISON_COLUMNS)
     if name == "members":
         return results.members_line(src.records) if src.has_best else None
     if name == "seeds":  # the recipes' seeds only; docs/ablations.md averages the shape ablations' seeds

@@ -129,7 +129,7 @@ COMPARISON_COLUMNS = [
     ("test accuracy", "eval:test.accuracy"),
     ("parameters", "train:parameters"),
 ]
-COMPARED = ("best-tf", "best-wide", "wide")  # further experiments the comparison shows when they exist
+COMPARED = ("reference", "best-tf", "best-wide", "wide")  # further experiments the comparison shows when they exist
 BASELINES = {  # metrics/baseline.json section -> its row's label
     "baseline": "char 1–3-gram TF-IDF + logistic regression",
     "svm": "char 1–3-gram TF-IDF + linear SVM",
@@ -146,11 +146,11 @@ def reference_and_best(records: list[dict], best_name: str = "best") -> tuple[di
 
 
 def comparison_rows(records: list[dict], best_name: str = "best", also: tuple[str, ...] = COMPARED) -> list[dict]:
-    """The reference run (the committed params), the best experiment (and ``also``), and the n-gram baselines."""
+    """The default run (the committed params), the best experiment (and ``also``), and the n-gram baselines."""
     head, best = reference_and_best(records, best_name)
     rows = []
     if head:
-        rows.append({**head, "label": "reference (params.yaml)"})
+        rows.append({**head, "label": DEFAULT})
     if best:
         rows.append({**best, "label": f"`{best_name}` experiment"})
     for name in also:
@@ -173,8 +173,47 @@ def comparison_table(records: list[dict], best_name: str = "best", also: tuple[s
     return records_table(comparison_rows(records, best_name, also), COMPARISON_COLUMNS)
 
 
+DEFAULT = "default (params.yaml)"
+OLD_DEFAULT = "reference (params.yaml)"  # the default run's label before the `reference` recipe existed
+
+
+def refreshed_rows(committed: list[dict], metrics: dict[str, Any], records: list[dict]) -> list[dict]:
+    """The committed comparison with what this clone has made new: never a stale default row.
+
+    Where the recipes' experiments are not at hand, their rows stay as committed, but the
+    default run and the n-gram baselines are the workspace's metrics (``dvc metrics show``)
+    and each experiment of :data:`COMPARED` that ran here is its own record; one that the
+    committed table lacks comes right after the default run.
+    """
+    default = {"label": DEFAULT, **{key: metrics.get(key) for _, key in COMPARISON_COLUMNS[1:]}}
+    ran = {
+        f"`{r['name']}` experiment": {**r, "label": f"`{r['name']}` experiment"}
+        for r in records
+        if r["name"] in COMPARED and r.get("eval:test.accuracy") is not None
+    }
+    measured = {
+        label: {
+            "label": label,
+            "eval:validation.accuracy": metrics[f"baseline:{section}.validation.accuracy"],
+            "eval:test.accuracy": metrics[f"baseline:{section}.test.accuracy"],
+        }
+        for section, label in BASELINES.items()
+        if f"baseline:{section}.validation.accuracy" in metrics
+    }
+    rows = []
+    for row in committed:
+        label = row["label"]
+        if label in (DEFAULT, OLD_DEFAULT):
+            rows.append(default)
+        else:
+            rows.append(ran.pop(label, None) or measured.get(label) or row)
+    at = next((i + 1 for i, r in enumerate(rows) if r["label"] == DEFAULT), 0)
+    return rows[:at] + list(ran.values()) + rows[at:]
+
+
 HEADLINE = {  # the comparison's rows the README shows, and how it names them
-    "reference (params.yaml)": "reference run (`params.yaml`)",
+    DEFAULT: "default run (`params.yaml`)",
+    "`reference` experiment": "[`reference` recipe](recipes/reference.yaml) (the first defaults)",
     "`best` experiment": "[`best` recipe](recipes/best.yaml) (3 Transformers + NB member)",
     "`best-tf` experiment": "[`best-tf` recipe](recipes/best-tf.yaml) (Transformers only)",
     BASELINES[STRONGEST]: "char 1–3-gram NB-LR (strongest n-gram baseline)",
