@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -345,3 +346,15 @@ def test_without_the_recipes_experiments_the_default_row_and_baselines_come_from
     ]
     assert rows[0]["train:parameters"] == 123
     assert refreshed_rows(rows, metrics, [reference]) == rows  # regenerating again changes nothing
+
+
+def test_the_test_time_line_quotes_both_suites_from_the_benchmark(tmp_path):
+    from tools.docs.results import test_time_line
+
+    assert test_time_line(tmp_path / "none.json") is None
+    path = tmp_path / "test_time.json"
+    unit, everything = {"seconds": 75.0, "passed": 640}, {"seconds": 1260.0, "passed": 700}
+    path.write_text(json.dumps({"unit": unit, "all": everything, "cpus": 2, "machine": "x86_64"}))
+    line = test_time_line(path)
+    assert '`python -m pytest -m "not slow"` runs 640 tests in 1.2 minutes' in line
+    assert "`python -m pytest`, 700 tests with the end-to-end ones, in 21 minutes" in line

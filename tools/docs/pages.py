@@ -100,6 +100,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return results.unseen_block(src.metrics)
     if name == "timing":
         return results.timing_line(src.root / "benchmarks/results/pipeline_time.json")
+    if name == "test-time":
+        return results.test_time_line(src.root / "benchmarks/results/test_time.json")
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name == "headline":

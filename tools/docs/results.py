@@ -301,3 +301,17 @@ def timing_line(path: Path = Path("benchmarks/results/pipeline_time.json")) -> s
         f"(training {t['train_seconds']:.0f} s of it); "
         f"a no-op `dvc repro` takes {t['noop_repro_seconds']:.1f} s."
     )
+
+
+def test_time_line(path: Path = Path("benchmarks/results/test_time.json")) -> str | None:
+    """What ``benchmarks/test_time.py`` measured (None before it has run)."""
+    if not path.is_file():
+        return None
+    t = json.loads(path.read_text(encoding="utf-8"))
+    unit, everything = t["unit"], t["all"]
+    return (
+        f"Measured by `benchmarks/test_time.py` on {t['cpus']} {t['machine']} CPU cores: "
+        f'`python -m pytest -m "not slow"` runs {unit["passed"]} tests in {unit["seconds"] / 60:.1f} minutes; '
+        f"`python -m pytest`, {everything['passed']} tests with the end-to-end ones, in "
+        f"{everything['seconds'] / 60:.0f} minutes."
+    )
