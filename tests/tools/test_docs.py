@@ -36,7 +36,18 @@ def test_every_relative_link_resolves_to_a_file(page):
 
 
 def test_every_generated_block_has_a_generator():
-    known = {"results", "unseen", "timing", "headline", "comparison", "members", "seeds", "review", "predict"}
+    known = {
+        "results",
+        "unseen",
+        "timing",
+        "test-time",
+        "headline",
+        "comparison",
+        "members",
+        "seeds",
+        "review",
+        "predict",
+    }
     known |= {"experiments", "transformer"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
