@@ -17,9 +17,12 @@ the clone under the same name; otherwise the clone downloads it.
 Run from the repository root, on an otherwise idle machine (other work on the cores is
 measured too):
 
-    python benchmarks/recipe_time.py [--recipe transformer] [--seed 42]
+    python benchmarks/recipe_time.py [--recipe transformer] [--seed 42] [--against REV]
 
-Writes benchmarks/results/recipe_time.json.
+With ``--against REV`` the same is done first for commit REV (its own recipe file, as its
+docs printed it), then for HEAD, one after the other on the same machine, and the record
+adds REV's run and ``ratio``: HEAD's seconds over REV's, so a speed claim is a ratio
+measured side by side. Writes benchmarks/results/recipe_time.json.
 """
 
 from __future__ import annotations
@@ -46,38 +49,50 @@ def local_inputs(params: Params) -> list[str]:
     return [n for n in names if not Path(n).is_absolute() and Path(n).is_dir()]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--recipe", default="transformer", help="a file in recipes/ (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=42, help="the run's seed (default: %(default)s)")
-    args = parser.parse_args()
-    recipe = recipes.settings(recipes.load(args.recipe))
-    settings = [*recipe, f"seed={args.seed}"]
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+def time_recipe(rev: str, name: str, seed: int, inputs: list[str]) -> dict:
+    """Clone ``rev`` into a temporary folder and time ``dvc exp run`` of recipe ``name`` as that commit writes it.
+
+    ``inputs``: the folders to link into the clone under the same names (see :func:`local_inputs`).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "-q", ".", str(clone)], check=True)
-        for name in local_inputs(load_params(Path("params.yaml"))):
-            (clone / name).parent.mkdir(parents=True, exist_ok=True)
-            (clone / name).symlink_to(Path(name).resolve(), target_is_directory=True)
-        name = f"{args.recipe}-s{args.seed}"
-        command = ["dvc", "exp", "run", "-n", name, *(a for s in settings for a in ("-S", s))]
+        subprocess.run(["git", "checkout", "-q", rev], cwd=clone, check=True)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, check=True, capture_output=True, text=True)
+        for folder in inputs:
+            (clone / folder).parent.mkdir(parents=True, exist_ok=True)
+            (clone / folder).symlink_to(Path(folder).resolve(), target_is_directory=True)
+        recipe = recipes.settings(recipes.load(name, clone / "recipes"))  # the recipe as that commit's docs print it
+        settings = [*recipe, f"seed={seed}"]
+        command = ["dvc", "exp", "run", "-n", f"{name}-s{seed}", *(a for s in settings for a in ("-S", s))]
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}  # the clone's code, whatever is installed
         start = time.perf_counter()
         subprocess.run(command, cwd=clone, env=env, check=True, stdout=subprocess.DEVNULL)
         seconds = round(time.perf_counter() - start, 1)
         scores = json.loads((clone / "metrics/eval.json").read_text(encoding="utf-8"))
-    result = {
-        "recipe": args.recipe,
+    return {
         "settings": recipe,  # the docs quote this time only while the recipe still says this
-        "seed": args.seed,
-        "commit": commit,
+        "commit": commit.stdout.strip(),
         "seconds": seconds,
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
         "validation_accuracy": scores["validation"]["accuracy"],
         "test_accuracy": scores["test"]["accuracy"],
     }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--recipe", default="transformer", help="a file in recipes/ (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=42, help="the run's seed (default: %(default)s)")
+    parser.add_argument(
+        "--against", metavar="REV", help="also time the recipe at this commit, first, and print HEAD's time / its"
+    )
+    args = parser.parse_args()
+    inputs = local_inputs(load_params(Path("params.yaml")))
+    earlier = time_recipe(args.against, args.recipe, args.seed, inputs) if args.against else None
+    result = {"recipe": args.recipe, "seed": args.seed, **time_recipe("HEAD", args.recipe, args.seed, inputs)}
+    result |= {"cpus": os.cpu_count(), "machine": platform.machine()}
+    if earlier is not None:
+        result |= {"against": earlier, "ratio": round(result["seconds"] / earlier["seconds"], 3)}
     write_json(OUT, result)
     print(json.dumps(result, indent=2))
 

@@ -1,6 +1,7 @@
 """The GPU check's own logic, on a machine without a GPU (the measurements need one)."""
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,46 @@ def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path,
     assert recipe_time.local_inputs(local) == ["corpora/reviews"]  # the tokenizer id is no folder here
     elsewhere = from_dict({"data": {"source": str(tmp_path / "corpora" / "reviews")}})
     assert recipe_time.local_inputs(elsewhere) == []  # outside the repository: the clone reads it where it is
+
+
+def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_the_ratio(tmp_path, monkeypatch):
+    """Two commits whose recipe differs; a stand-in `dvc` on PATH writes the metrics and takes longer per epoch."""
+    import json
+    import subprocess
+    import sys
+
+    recipe_time = load("recipe_time")
+    fake = tmp_path / "bin" / "dvc"
+    fake.parent.mkdir()
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, pathlib, sys, time\n"
+        "epochs = int(next(a.split('=')[1] for a in sys.argv if a.startswith('train.epochs=')))\n"
+        "time.sleep(0.3 * epochs)\n"
+        "pathlib.Path('metrics').mkdir(exist_ok=True)\n"
+        "score = {'accuracy': epochs / 10}\n"
+        "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': score, 'test': score}))\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    repo = tmp_path / "repo"
+    (repo / "recipes").mkdir(parents=True)
+    monkeypatch.chdir(repo)
+
+    def commit(epochs: int) -> str:
+        (repo / "recipes" / "fast.yaml").write_text(f"train.epochs: {epochs}\n")
+        subprocess.run(["git", "add", "-A"], check=True)
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "r"], check=True)
+        return subprocess.run(["git", "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+    subprocess.run(["git", "init", "-q"], check=True)
+    (repo / "params.yaml").write_text("{}\n")
+    before, now = commit(4), commit(2)
+    monkeypatch.setattr(recipe_time, "OUT", tmp_path / "out.json")
+    monkeypatch.setattr("sys.argv", ["recipe_time.py", "--recipe", "fast", "--against", before])
+    recipe_time.main()
+    record = json.loads((tmp_path / "out.json").read_text())
+    assert (record["commit"], record["settings"]) == (now, ["train.epochs=2"])
+    assert (record["against"]["commit"], record["against"]["settings"]) == (before, ["train.epochs=4"])
+    assert (record["validation_accuracy"], record["against"]["validation_accuracy"]) == (0.2, 0.4)
+    assert record["ratio"] == round(record["seconds"] / record["against"]["seconds"], 3) < 0.8
