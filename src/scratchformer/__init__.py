@@ -9,14 +9,15 @@ above its own, and from its own folder.
     device.py    which device: train.device or --device, checked against this machine
     data/        a labelled corpus into one shape: hub or folder, ingest, splits, labels,
                  fingerprints of the inputs, tokenization into flat ids, the tokenized
-                 splits on disk and their padded batches
+                 splits on disk and their padded batches, the short-review check's file
     model/       the network: attention, positions, encoder block, pooling, n-grams, the
                  classifier (and its NB member), checkpoints, the exported folder (safetensors)
     analysis/    what a trained model says: evaluation, scoring (unseen part, intervals),
                  acceptance checks, the probe,
                  relevance, its mistakes, predict, the n-gram baselines
-    train/       the loop, its two objectives (classification, masked LM), the ensemble of the
-                 train stage, the recording of curves and resumable state, distributed launch;
+    train/       the loop, its two objectives (classification, masked LM), what it does to a
+                 batch (token dropout, spans), the ensemble of the train stage, the recording
+                 of curves and resumable state, distributed launch;
                  it scores and probes (analysis/) while it trains
     render/      pictures and pages: curves, attention evolution, the mistakes page, the
                  model card, the one Markdown table writer

@@ -1,8 +1,9 @@
 from fixtures import write_corpus
 
-from scratchformer.analysis.baseline import fit_and_score
+from scratchformer.analysis.baseline import fit_and_predict, score_predictions
 from scratchformer.config import BaselineConfig, DataConfig
 from scratchformer.data.ingest import load_splits
+from scratchformer.data.splits import in_train
 
 
 def test_ngram_baseline_learns_the_fixture_corpus(tmp_path):
@@ -50,3 +51,10 @@ def test_the_nblr_baseline_learns_three_classes(tmp_path):
     splits = {s.name: s.frame for s in load_splits(config)}
     result = fit_and_score(BaselineConfig(), 0, splits["train"], {"test": splits["test"]}, classifier="nblr")
     assert result["test"]["accuracy"] > 0.6  # three classes: chance is 1/3
+
+
+def fit_and_score(config, seed, train, others, classifier="logistic"):
+    """The baseline stage's scores of one baseline: fit on ``train``, score each frame of ``others``."""
+    predicted = fit_and_predict(config, seed, train, others, classifier)
+    seen = {name: in_train(train["text"], frame["text"]) for name, frame in others.items()}
+    return score_predictions(predicted, others, seen, int(train["label"].max()) + 1)

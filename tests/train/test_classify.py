@@ -18,7 +18,8 @@ from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
-from scratchformer.train.classify import Classification, Steps, crop_spans, drop_tokens, fit, grad_norm_summary
+from scratchformer.train.augment import crop_spans, drop_tokens
+from scratchformer.train.classify import Classification, Steps, fit, grad_norm_summary
 from scratchformer.train.loop import NOTHING, Loop, Progress, TrainingDivergedError
 from scratchformer.train.optim import Settings, lr_factor, parameter_groups
 from scratchformer.train.recording import Recorder

@@ -290,11 +290,16 @@ def members_line(records: list[dict], best_name: str = "best") -> str:
     )
 
 
+def _measured(path: Path) -> dict | None:
+    """A benchmark's record (benchmarks/results/*.json); None before it has run."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
 def timing_line(path: Path = Path("benchmarks/results/pipeline_time.json")) -> str | None:
     """What ``benchmarks/pipeline_time.py`` measured (None before it has run)."""
-    if not path.is_file():
+    t = _measured(path)
+    if t is None:
         return None
-    t = json.loads(path.read_text(encoding="utf-8"))
     return (
         f"Measured by `benchmarks/pipeline_time.py` on {t['cpus']} {t['machine']} CPU cores: "
         f"a full `dvc repro --force` takes {t['full_repro_seconds']:.0f} s "
@@ -305,9 +310,9 @@ def timing_line(path: Path = Path("benchmarks/results/pipeline_time.json")) -> s
 
 def test_time_line(path: Path = Path("benchmarks/results/test_time.json")) -> str | None:
     """What ``benchmarks/test_time.py`` measured (None before it has run)."""
-    if not path.is_file():
+    t = _measured(path)
+    if t is None:
         return None
-    t = json.loads(path.read_text(encoding="utf-8"))
     unit, everything = t["unit"], t["all"]
     return (
         f"Measured by `benchmarks/test_time.py` on {t['cpus']} {t['machine']} CPU cores: "

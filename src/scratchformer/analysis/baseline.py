@@ -25,7 +25,6 @@ from sklearn.svm import LinearSVC
 
 from scratchformer.analysis.scoring import split_scores
 from scratchformer.config import BaselineConfig
-from scratchformer.data.splits import in_train
 from scratchformer.files import atomic_dir
 
 
@@ -75,25 +74,6 @@ def fit_and_predict(
     """Fit on ``train``; the predicted class id (int64) of every row of each frame of ``others``, in order."""
     model = make_baseline(config, seed, classifier).fit(train["text"], train["label"])
     return {name: np.asarray(model.predict(frame["text"]), dtype=np.int64) for name, frame in others.items()}
-
-
-def fit_and_score(
-    config: BaselineConfig,
-    seed: int,
-    train: pd.DataFrame,
-    others: dict[str, pd.DataFrame],
-    classifier: str = "logistic",
-    num_classes: int | None = None,
-) -> dict[str, dict]:
-    """Fit on ``train``; accuracy and macro F1 (with intervals) on each frame of ``others``, whole and unseen.
-
-    The unseen part of a frame is its rows whose text does not occur in ``train``
-    (:func:`~scratchformer.data.splits.in_train`). ``num_classes`` defaults to the
-    classes train has.
-    """
-    predicted = fit_and_predict(config, seed, train, others, classifier)
-    k = num_classes if num_classes is not None else int(train["label"].max()) + 1
-    return score_predictions(predicted, others, {n: in_train(train["text"], f["text"]) for n, f in others.items()}, k)
 
 
 def score_predictions(

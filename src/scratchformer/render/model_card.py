@@ -171,6 +171,24 @@ def _answers(answers: list[tuple[str, str, float]]) -> str:
     )
 
 
+def _use_it(answers: list[tuple[str, str, float]]) -> str:
+    """The card's last section: what the model answered, then how to load it from Python and the command line."""
+    example = (
+        "from scratchformer import Predictor\n"
+        f'predictor = Predictor.from_pretrained("{FOLDER}")  # the path of this folder\n'
+        f"print(predictor([{EXAMPLES[0]!r}])[0].label)"
+    )
+    return (
+        "## Use it" + ("\n\n" + _answers(list(answers)) if answers else "") + "\n\n```python\n" + example + "\n```\n\n"
+        "From the command line (after `pip install -e .` in the scratchformer repository):\n\n"
+        "```bash\n"
+        f'scratchformer predict --model {FOLDER} "服务很差"\n'
+        "```\n\n"
+        "The folder holds no pickle: `config.json` (how to build the network, the class names, the "
+        "tokenizer's max_len), `model.safetensors` (the weights), the tokenizer's files and this card."
+    )
+
+
 def model_card(
     config: dict,
     parameters: int,
@@ -192,11 +210,6 @@ def model_card(
     recipe += [("pretrain.epochs (masked-LM pretraining; 0 = none)", params.pretrain.epochs)]
     model_rows = [(f"model.{k}", v) for k, v in config["model"].items()]
     model_rows += [("vocabulary size", config["vocab_size"]), ("parameters", f"{parameters:,}")]
-    example = (
-        "from scratchformer import Predictor\n"
-        f'predictor = Predictor.from_pretrained("{FOLDER}")  # the path of this folder\n'
-        f"print(predictor([{EXAMPLES[0]!r}])[0].label)"
-    )
     sections = [
         _header(params, evaluation),
         "# scratchformer: a Transformer text classifier trained from scratch",
@@ -229,12 +242,6 @@ def model_card(
         "with a warning that it is a guess.\n"
         "- Its probabilities are the softmax of its logits, not calibrated chances: read them as a ranking."
         + "".join("\n" + line for line in _parts(config, params, evaluation)),
-        "## Use it" + ("\n\n" + _answers(list(answers)) if answers else "") + "\n\n```python\n" + example + "\n```\n\n"
-        "From the command line (after `pip install -e .` in the scratchformer repository):\n\n"
-        "```bash\n"
-        f'scratchformer predict --model {FOLDER} "服务很差"\n'
-        "```\n\n"
-        "The folder holds no pickle: `config.json` (how to build the network, the class names, the "
-        "tokenizer's max_len), `model.safetensors` (the weights), the tokenizer's files and this card.",
+        _use_it(answers),
     ]
     return "\n\n".join(sections) + "\n"

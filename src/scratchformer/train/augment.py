@@ -1,0 +1,53 @@
+"""What training does to a batch before the model reads it: hide tokens, crop reviews to spans.
+
+Both run in :meth:`~scratchformer.train.classify.Classification.prepare` on the whole global
+batch with the loop's generator, so every process of a data-parallel run sees the same
+corruption and a resumed run draws the same noise.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def drop_tokens(input_ids: Tensor, p: float, pad_id: int, generator: torch.Generator | None = None) -> Tensor:
+    """Turn each real token but the first ([CLS]) into PAD with probability ``p``.
+
+    A PAD is invisible to attention and pooling, so the model must classify the
+    review from the remaining words ("word dropout"); it cannot lean on any
+    single character or n-gram it has memorised.
+    """
+    drop = torch.rand(input_ids.shape, generator=generator, device=input_ids.device) < p  # (B, T)
+    drop[:, 0] = False
+    return input_ids.masked_fill(drop, pad_id)
+
+
+SHORTEST_SPAN = 4  # tokens: a span shorter than this is rarely a phrase with a sentiment of its own
+
+
+def crop_spans(input_ids: Tensor, p: float, pad_id: int, generator: torch.Generator | None = None) -> Tensor:
+    """Replace each row, with probability ``p``, by a random contiguous span of its text.
+
+    A row is ``[CLS] t_1 … t_n [SEP]`` then PAD. A cropped row is ``[CLS] t_s … t_{s+l-1} [SEP]``:
+    the span length ``l`` is drawn uniformly from ``min(4, n)`` to ``n`` and its start ``s``
+    uniformly among the places it fits; the label stays the review's. Reviews are long and
+    the texts a reader types are short: training on spans too puts short texts in
+    distribution, the way a bag of n-grams never minds the length.
+    """
+    B, T = input_ids.shape
+    lengths = (input_ids != pad_id).sum(dim=1)  # (B,) [CLS] and [SEP] included
+    n = (lengths - 2).clamp(min=0)  # (B,) the text's own tokens
+    shortest = n.clamp(max=SHORTEST_SPAN)
+    u = torch.rand((3, B), generator=generator, device=input_ids.device)
+    span = shortest + (u[0] * (n - shortest + 1)).long().clamp(max=n - shortest)  # (B,) in [shortest, n]
+    start = 1 + (u[1] * (n - span + 1)).long().clamp(max=n - span)  # (B,) in [1, n - span + 1]
+    position = torch.arange(T, device=input_ids.device)  # (T,)
+    source = (start[:, None] + position[None, :] - 1).clamp(0, T - 1)  # (B, T): position j reads t_{s+j-1}
+    cropped = input_ids.gather(1, source)
+    cropped[:, 0] = input_ids[:, 0]  # [CLS]
+    sep = input_ids.gather(1, (lengths - 1).clamp(min=0)[:, None])  # (B, 1) each row's [SEP]
+    cropped = torch.where(position[None, :] == span[:, None] + 1, sep, cropped)
+    cropped = cropped.masked_fill(position[None, :] > span[:, None] + 1, pad_id)
+    chosen = (u[2] < p) & (n > 0)  # (B,)
+    return torch.where(chosen[:, None], cropped, input_ids)
