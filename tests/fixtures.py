@@ -94,12 +94,15 @@ def write_one_file_corpus(path: Path, n: int = 450, blank_rows: tuple[int, ...] 
     return path
 
 
-TINY = ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0)
+TINY = ModelConfig(
+    num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0, ngram_max=1, wide_ngrams=0
+)
 
 
 def tiny_config(**overrides) -> ModelConfig:
     """The small model the tests build (2 classes, d_model 16, 2 heads, 1 layer, max_len 16, no
-    dropout), with ``overrides``: one definition instead of a literal in every test file."""
+    dropout, tokens only: no n-gram table, no wide branch), with ``overrides``: one definition
+    instead of a literal in every test file."""
     return dataclasses.replace(TINY, **overrides)
 
 

@@ -82,7 +82,7 @@ class DataConfig:
 class TokenizerConfig:
     name: str = "bert-base-chinese"  # a hub id or a local folder
     revision: str | None = None  # hub only: a commit, tag or branch; None = the newest, recorded when read
-    max_len: int = 64  # tokens per text, [CLS] and [SEP] included
+    max_len: int = 128  # tokens per text, [CLS] and [SEP] included
 
     def __post_init__(self) -> None:
         require_folder("tokenizer.name", self.name)
@@ -96,15 +96,15 @@ class ModelConfig:
     n_layers: int = 2
     ff_dim: int = 128
     dropout: float = 0.1
-    max_len: int = 64  # size of the positional table: the longest sequence accepted
+    max_len: int = 128  # size of the positional table: the longest sequence accepted
     num_classes: int | None = None  # None: as many as the data has; set, it must match the data
     pooling: Literal["mean", "cls", "attention"] = "mean"
     positional: Literal["sinusoidal", "learned", "rope"] = "sinusoidal"
     norm: Literal["pre", "post"] = "pre"
-    ngram_max: int = 1  # also embed the 2..ngram_max-grams ending at each token (1 = tokens only)
+    ngram_max: int = 3  # also embed the 2..ngram_max-grams ending at each token (1 = tokens only)
     ngram_buckets: int = 65536  # rows of the hashed n-gram embedding table
     ngram_init: float = 1.0  # std of its rows at initialisation (nn.Embedding's 1); 0: an n-gram starts as nothing
-    wide_ngrams: int = 0  # > 0: add a linear model over the bag of 1..wide_ngrams-grams to the logits
+    wide_ngrams: int = 3  # > 0: add a linear model over the bag of 1..wide_ngrams-grams to the logits
 
     def __post_init__(self) -> None:
         for key in ("d_model", "n_heads", "n_layers", "ff_dim", "max_len", "ngram_max", "ngram_buckets"):

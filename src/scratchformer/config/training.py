@@ -44,7 +44,7 @@ class TrainConfig(OptimConfig):
     device: str = "auto"  # auto = cuda, then mps, then cpu
     label_smoothing: float = 0.0
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
-    spans: float = 0.0  # chance that a training review is cropped to a random span of itself each step
+    spans: float = 0.5  # chance that a training review is cropped to a random span of itself each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
     ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
