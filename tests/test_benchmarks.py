@@ -1,6 +1,8 @@
-"""The GPU check's own logic, on a machine without a GPU (the measurements need one)."""
+"""The benchmarks' own logic: the GPU check on a machine without a GPU, the peer comparison in its tiny mode."""
 
 import importlib.util
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -44,3 +46,55 @@ def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path,
     assert recipe_time.local_inputs(local) == ["corpora/reviews"]  # the tokenizer id is no folder here
     elsewhere = from_dict({"data": {"source": str(tmp_path / "corpora" / "reviews")}})
     assert recipe_time.local_inputs(elsewhere) == []  # outside the repository: the clone reads it where it is
+
+
+def run_peers(tmp_path: Path, *flags: str) -> dict:
+    """benchmarks/peers.py in its tiny mode on the fixture corpus and tokenizer; the record it wrote."""
+    from fixtures import write_corpus, write_tokenizer
+
+    out = tmp_path / "peers.json"
+    argv = ["--tiny", "--recipes", "default", "--threads", str(torch.get_num_threads()), "--out", str(out)]
+    argv += ["--source", str(write_corpus(tmp_path / "corpus")), "--tokenizer", str(write_tokenizer(tmp_path / "tok"))]
+    load("peers").main([*argv, *flags])
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_peers_tiny_mode_writes_rates_and_the_ratios_they_give(tmp_path):
+    record = run_peers(tmp_path, "--modes", "eager")
+    (entry,) = record["runs"]
+    assert (entry["recipe"], entry["mode"]) == ("default", "eager")
+    assert set(entry["models"]) == {"ours", "bert", "torch"}
+    for what in ("train_samples_per_s", "predict_texts_per_s"):
+        rates = {name: m[what] for name, m in entry["models"].items()}
+        assert all(math.isfinite(r) and r > 0 for r in rates.values()), rates
+        for peer in ("bert", "torch"):
+            ratio = entry["ratios"][what][peer]
+            assert math.isfinite(ratio) and ratio > 0
+            assert ratio == pytest.approx(rates["ours"] / rates[peer], abs=1e-3), (what, peer)  # ours / peer
+
+
+def test_peers_reports_a_model_that_does_not_compile_instead_of_stopping(tmp_path, monkeypatch):
+    class Uncompilable(torch.nn.Module):
+        def forward(self, input_ids):
+            raise RuntimeError("no C++ compiler found\n(the rest of the trace)")
+
+    monkeypatch.setattr(torch, "compile", lambda model: Uncompilable())
+    (entry,) = run_peers(tmp_path, "--modes", "compiled")["runs"]
+    for model in entry["models"].values():
+        assert model == {
+            "train_samples_per_s": None,
+            "predict_texts_per_s": None,
+            "error": "RuntimeError: no C++ compiler found",
+        }
+    assert all(r is None for ratios in entry["ratios"].values() for r in ratios.values())
+
+
+def test_peers_sizes_come_from_params_and_the_recipe_file():
+    from scratchformer.config import load_params
+
+    peers = load("peers")
+    params = load_params(ROOT / "params.yaml")
+    assert peers.recipe_params(params, "default", ROOT / "recipes") is params
+    recipe = peers.recipe_params(params, "transformer", ROOT / "recipes")
+    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (256, 3, 262144)
+    assert recipe.model.d_model == params.model.d_model and recipe.train.bucket_by_length
