@@ -209,8 +209,9 @@ def measure(models: list[Contender], warm: list, timed: list, repeats: int) -> d
         try:
             c.train_pass(warm)
             c.predict_pass(warm)
-        except Exception as err:  # noqa: BLE001 - any failure to compile is a result to report
-            c.error = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+        except Exception as err:  # any failure to compile is a result to report, not a reason to stop
+            first_line = (str(err).strip().splitlines() or [""])[0]
+            c.error = f"{type(err).__name__}: {first_line}"
         c.warmup_seconds = time.perf_counter() - start
     live = [c for c in models if c.error is None]
     for _ in range(repeats):
