@@ -30,6 +30,11 @@ model, ``--repeats`` times; a rate is the median pass's. A compiled model's
 ``compile_seconds`` is what its warm-up took beyond the same steps at its measured rates.
 A model whose compilation fails is reported with its error instead of rates.
 
+On a machine that other work shares, set ``OMP_WAIT_POLICY=PASSIVE``: OpenMP threads that
+spin while they wait for each other lose their cores to the other work, and a 2-thread step
+then takes up to ten times as long, in bursts that no median hides. The record says
+which policy was in force.
+
 Run from the repository root (the data and tokenizer reachable, as for ``dvc repro``):
 
     python benchmarks/peers.py [--recipes default transformer] [--modes eager compiled] [--threads 2]
@@ -285,6 +290,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
         "threads": torch.get_num_threads(),
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "steps": args.steps,
         "warmup": args.warmup,
         "repeats": args.repeats,
@@ -307,6 +313,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
             entry["ratios"] = ratios(rates)
             entry["mean_tokens"] = round(tokens, 1)
             record["runs"].append(entry)
+            write_json(args.out, record)  # after every run: a long benchmark stopped early keeps what it measured
             for name, r in rates.items():
                 shown = r["error"] or (
                     f"train {r['train_samples_per_s']:8.1f} samples/s  predict {r['predict_texts_per_s']:8.1f} texts/s"
@@ -316,7 +323,6 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
             for what, label in (("train_samples_per_s", "train"), ("predict_texts_per_s", "predict")):
                 line = "  ".join(f"ours/{p} {entry['ratios'][what][p] or float('nan'):.2f}x" for p in PEERS)
                 say(f"  {mode:8s} {label:7s} {line}")
-    write_json(args.out, record)
     say(f"wrote {args.out}")
     return record
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.docs import pages
+from scratchformer.render import markdown
+from tools.docs import pages, speed
 
 ROOT = Path(__file__).parents[2]
 README_LIMIT = 15_000  # bytes: what it is, results, quick start, three DVC verbs, links; the manual is in docs/
@@ -37,11 +38,18 @@ def test_every_relative_link_resolves_to_a_file(page):
 
 def test_every_generated_block_has_a_generator():
     known = {"results", "unseen", "timing", "headline", "comparison", "members", "seeds", "review", "predict"}
-    known |= {"experiments", "transformer"}
+    known |= {"experiments", "transformer", "peers"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
             assert name in known or name.startswith("recipe-"), f"{page.name}: no generator for block {name}"
+
+
+def test_the_speed_page_quotes_what_benchmarks_peers_last_measured():
+    made = speed.peers_block(ROOT / speed.RESULTS)
+    assert made is not None, "benchmarks/results/peers.json is missing: run python benchmarks/peers.py"
+    shown = markdown.block((ROOT / "docs" / "speed.md").read_text(encoding="utf-8"), "peers")
+    assert shown is not None and shown.rstrip() == made, "run python -m tools.docs.report readme --file docs/speed.md"
 
 
 def test_the_predict_example_is_left_as_committed_without_a_model_and_must_show_its_command(tmp_path):
