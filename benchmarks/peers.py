@@ -129,18 +129,6 @@ class BertClassifier(nn.Module):
 BUILDERS = {"ours": TransformerClassifier, "bert": BertClassifier, "torch": TorchEncoderClassifier}
 
 
-def recipe_params(params: Params, name: str, folder: Path = recipes.FOLDER) -> Params:
-    """``params`` with recipe ``name``'s overrides (``recipes/<name>.yaml``) applied; ``default``: as they are."""
-    if name == "default":
-        return params
-    sections: dict[str, dict] = {}
-    for key, value in recipes.load(name, folder).items():
-        section, field = key.split(".")
-        sections.setdefault(section, {})[field] = value
-    changed = {s: dataclasses.replace(getattr(params, s), **fields) for s, fields in sections.items()}
-    return dataclasses.replace(params, **changed)
-
-
 def real_batches(params: Params, n: int) -> tuple[list[tuple[Tensor, Tensor]], int, int, list[str]]:
     """The first ``n`` training batches of the train split, as training shuffles and pads them.
 
@@ -298,7 +286,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
         "runs": [],
     }
     for recipe in args.recipes:
-        params = recipe_params(base, recipe)
+        params = recipes.applied(base, recipe)
         if args.batch_size:
             params = dataclasses.replace(params, train=dataclasses.replace(params.train, batch_size=args.batch_size))
         data, vocab_size, pad_id, classes = real_batches(params, args.warmup + args.steps)

@@ -89,12 +89,15 @@ def test_peers_reports_a_model_that_does_not_compile_instead_of_stopping(tmp_pat
     assert all(r is None for ratios in entry["ratios"].values() for r in ratios.values())
 
 
-def test_peers_sizes_come_from_params_and_the_recipe_file():
-    from scratchformer.config import load_params
+def test_a_recipe_applied_to_params_gives_the_sizes_its_file_sets_and_refuses_a_key_params_lack(tmp_path):
+    from scratchformer.config import ConfigError, load_params
+    from scratchformer.reporting import recipes
 
-    peers = load("peers")
     params = load_params(ROOT / "params.yaml")
-    assert peers.recipe_params(params, "default", ROOT / "recipes") is params
-    recipe = peers.recipe_params(params, "transformer", ROOT / "recipes")
+    assert recipes.applied(params, "default", ROOT / "recipes") is params
+    recipe = recipes.applied(params, "transformer", ROOT / "recipes")
     assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (256, 3, 262144)
     assert recipe.model.d_model == params.model.d_model and recipe.train.bucket_by_length
+    (tmp_path / "typo.yaml").write_text("model.d_modle: 32\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="model.d_modle"):
+        recipes.applied(params, "typo", tmp_path)
