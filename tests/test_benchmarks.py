@@ -99,5 +99,5 @@ def test_a_recipe_applied_to_params_gives_the_sizes_its_file_sets_and_refuses_a_
     assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (256, 3, 262144)
     assert recipe.model.d_model == params.model.d_model and recipe.train.bucket_by_length
     (tmp_path / "typo.yaml").write_text("model.d_modle: 32\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="model.d_modle"):
+    with pytest.raises(ConfigError, match=r"model\.d_modle"):
         recipes.applied(params, "typo", tmp_path)
