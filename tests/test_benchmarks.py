@@ -101,3 +101,22 @@ def test_a_recipe_applied_to_params_gives_the_sizes_its_file_sets_and_refuses_a_
     (tmp_path / "typo.yaml").write_text("model.d_modle: 32\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"model\.d_modle"):
         recipes.applied(params, "typo", tmp_path)
+
+
+def test_profile_epoch_splits_a_recipe_epoch_into_every_category(tmp_path):
+    from fixtures import write_corpus, write_tokenizer
+
+    profile_epoch = load("profile_epoch")
+    out = tmp_path / "profile.json"
+    argv = ["--recipes", "transformer", "--threads", str(torch.get_num_threads()), "--out", str(out)]
+    argv += ["--source", str(write_corpus(tmp_path / "corpus")), "--tokenizer", str(write_tokenizer(tmp_path / "tok"))]
+    profile_epoch.main(argv)
+    (run,) = json.loads(out.read_text(encoding="utf-8"))["runs"]
+    seconds = run["categories"]
+    assert list(seconds) == list(profile_epoch.CATEGORIES)
+    # The recipe has an n-gram table, token dropout and an EMA: every part of its step takes time.
+    measured = ["embedding and n-gram lookup", "attention", "feed-forward", "backward into the embedding tables"]
+    measured += ["rest of backward", "optimizer", "EMA", "validation"]
+    assert all(seconds[name] > 0 for name in measured), seconds
+    assert set(run["before_training"]) == {"read and check the corpus", "tokenize"}
+    assert run["steps"] == 8 and run["profiled_epoch_seconds"] > 0  # 240 fixture texts, batches of 32
