@@ -38,17 +38,24 @@ def test_every_relative_link_resolves_to_a_file(page):
 
 def test_every_generated_block_has_a_generator():
     known = {"results", "unseen", "timing", "headline", "comparison", "members", "seeds", "review", "predict"}
-    known |= {"experiments", "transformer", "peers"}
+    known |= {"experiments", "transformer", "peers", "profile"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
             assert name in known or name.startswith("recipe-"), f"{page.name}: no generator for block {name}"
 
 
-def test_the_speed_page_quotes_what_benchmarks_peers_last_measured():
-    made = speed.peers_block(ROOT / speed.RESULTS)
-    assert made is not None, "benchmarks/results/peers.json is missing: run python benchmarks/peers.py"
-    shown = markdown.block((ROOT / "docs" / "speed.md").read_text(encoding="utf-8"), "peers")
+@pytest.mark.parametrize(
+    ("name", "make", "results", "command"),
+    [
+        ("peers", speed.peers_block, speed.RESULTS, "python benchmarks/peers.py"),
+        ("profile", speed.profile_block, speed.PROFILE, "python benchmarks/profile_epoch.py"),
+    ],
+)
+def test_the_speed_page_quotes_what_the_benchmarks_last_measured(name, make, results, command):
+    made = make(ROOT / results)
+    assert made is not None, f"{results} is missing: run {command}"
+    shown = markdown.block((ROOT / "docs" / "speed.md").read_text(encoding="utf-8"), name)
     assert shown is not None and shown.rstrip() == made, "run python -m tools.docs.report readme --file docs/speed.md"
 
 

@@ -99,6 +99,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return results.timing_line(src.root / "benchmarks/results/pipeline_time.json")
     if name == "peers":
         return speed.peers_block(src.root / speed.RESULTS)
+    if name == "profile":
+        return speed.profile_block(src.root / speed.PROFILE)
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name == "headline":

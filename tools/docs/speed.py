@@ -1,4 +1,5 @@
-"""docs/speed.md's peer comparison: the tables made from what ``benchmarks/peers.py`` last wrote."""
+"""docs/speed.md's generated blocks: the peer comparison and the epoch profile, from what ``benchmarks/peers.py``
+and ``benchmarks/profile_epoch.py`` last wrote."""
 
 from __future__ import annotations
 
@@ -61,3 +62,43 @@ def peers_block(path: Path = RESULTS) -> str | None:
     if compiled:
         parts.append("Compile time (cold cache, training and predict graphs): " + "; ".join(compiled) + ".")
     return "\n\n".join(parts)
+
+
+PROFILE = Path("benchmarks/results/profile_epoch.json")
+
+
+def profile_block(path: Path = PROFILE) -> str | None:
+    """One row per part of a training epoch, one column pair (seconds, share) per recipe; None before a run."""
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    runs = record["runs"]
+    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
+    intro = (
+        f"Measured by `benchmarks/profile_epoch.py` on {record['cpus']} {record['machine']} CPU cores at "
+        f"{record['threads']} threads{policy} (torch {record['torch']}). "
+        + " ".join(
+            f"`{run['recipe']}`: one epoch of {run['steps']} steps, {run['epoch_seconds']:.0f} s unprofiled "
+            f"(its validation {run['validation_seconds']:.0f} s), {run['profiled_epoch_seconds']:.0f} s profiled."
+            for run in runs
+        )
+    )
+    header = [
+        "part of the epoch",
+        *(f"`{run['recipe']}` s" for run in runs),
+        *(f"`{run['recipe']}` share" for run in runs),
+    ]
+    totals = [sum(run["categories"].values()) for run in runs]
+    rows = [
+        [
+            name,
+            *(f"{run['categories'][name]:.1f}" for run in runs),
+            *(f"{run['categories'][name] / total:.0%}" for run, total in zip(runs, totals, strict=True)),
+        ]
+        for name in runs[0]["categories"]
+    ]
+    before = [
+        [f"before training: {name}", *(f"{run['before_training'][name]:.1f}" for run in runs), *("" for _ in runs)]
+        for name in runs[0]["before_training"]
+    ]
+    return f"{intro}\n\n{markdown.table(header, rows + before)}"
