@@ -282,7 +282,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
         "steps": args.steps,
         "warmup": args.warmup,
         "repeats": args.repeats,
-        "batches": "ChnSentiCorp train texts, tokenized and batched by the project's own code",
+        "batches": f"the train split of {base.data.source}, tokenized by {base.tokenizer.name}, batched as in training",
         "runs": [],
     }
     for recipe in args.recipes:
