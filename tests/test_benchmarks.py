@@ -1,6 +1,8 @@
-"""The GPU check's own logic, on a machine without a GPU (the measurements need one)."""
+"""The benchmarks' own logic: the GPU check on a machine without a GPU, the peer comparison in its tiny mode."""
 
 import importlib.util
+import json
+import math
 import os
 from pathlib import Path
 
@@ -88,3 +90,77 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     assert (record["against"]["commit"], record["against"]["settings"]) == (before, ["train.epochs=4"])
     assert (record["validation_accuracy"], record["against"]["validation_accuracy"]) == (0.2, 0.4)
     assert record["ratio"] == round(record["seconds"] / record["against"]["seconds"], 3) < 0.8
+
+
+def run_peers(tmp_path: Path, *flags: str) -> dict:
+    """benchmarks/peers.py in its tiny mode on the fixture corpus and tokenizer; the record it wrote."""
+    from fixtures import write_corpus, write_tokenizer
+
+    out = tmp_path / "peers.json"
+    argv = ["--tiny", "--recipes", "default", "--threads", str(torch.get_num_threads()), "--out", str(out)]
+    argv += ["--source", str(write_corpus(tmp_path / "corpus")), "--tokenizer", str(write_tokenizer(tmp_path / "tok"))]
+    load("peers").main([*argv, *flags])
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_peers_tiny_mode_writes_rates_and_the_ratios_they_give(tmp_path):
+    record = run_peers(tmp_path, "--modes", "eager")
+    (entry,) = record["runs"]
+    assert (entry["recipe"], entry["mode"]) == ("default", "eager")
+    assert set(entry["models"]) == {"ours", "bert", "torch"}
+    for what in ("train_samples_per_s", "predict_texts_per_s"):
+        rates = {name: m[what] for name, m in entry["models"].items()}
+        assert all(math.isfinite(r) and r > 0 for r in rates.values()), rates
+        for peer in ("bert", "torch"):
+            ratio = entry["ratios"][what][peer]
+            assert math.isfinite(ratio) and ratio > 0
+            assert ratio == pytest.approx(rates["ours"] / rates[peer], abs=1e-3), (what, peer)  # ours / peer
+
+
+def test_peers_reports_a_model_that_does_not_compile_instead_of_stopping(tmp_path, monkeypatch):
+    class Uncompilable(torch.nn.Module):
+        def forward(self, input_ids):
+            raise RuntimeError("no C++ compiler found\n(the rest of the trace)")
+
+    monkeypatch.setattr(torch, "compile", lambda model: Uncompilable())
+    (entry,) = run_peers(tmp_path, "--modes", "compiled")["runs"]
+    for model in entry["models"].values():
+        assert model == {
+            "train_samples_per_s": None,
+            "predict_texts_per_s": None,
+            "error": "RuntimeError: no C++ compiler found",
+        }
+    assert all(r is None for ratios in entry["ratios"].values() for r in ratios.values())
+
+
+def test_a_recipe_applied_to_params_gives_the_sizes_its_file_sets_and_refuses_a_key_params_lack(tmp_path):
+    from scratchformer.config import ConfigError, load_params
+    from scratchformer.reporting import recipes
+
+    params = load_params(ROOT / "params.yaml")
+    assert recipes.applied(params, "default", ROOT / "recipes") is params
+    recipe = recipes.applied(params, "transformer", ROOT / "recipes")
+    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (256, 3, 262144)
+    assert recipe.model.d_model == params.model.d_model and recipe.train.bucket_by_length
+    (tmp_path / "typo.yaml").write_text("model.d_modle: 32\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"model\.d_modle"):
+        recipes.applied(params, "typo", tmp_path)
+
+
+def test_profile_epoch_splits_a_recipe_epoch_into_every_category(tmp_path):
+    from fixtures import write_corpus, write_tokenizer
+
+    profile_epoch = load("profile_epoch")
+    out = tmp_path / "profile.json"
+    argv = ["--recipes", "transformer", "--threads", str(torch.get_num_threads()), "--out", str(out)]
+    argv += ["--source", str(write_corpus(tmp_path / "corpus")), "--tokenizer", str(write_tokenizer(tmp_path / "tok"))]
+    profile_epoch.main(argv)
+    (run,) = json.loads(out.read_text(encoding="utf-8"))["runs"]
+    seconds = run["categories"]
+    assert list(seconds) == list(profile_epoch.CATEGORIES)
+    # The recipe has an n-gram table, token dropout and an EMA: every part of its step takes time.
+    measured = ["embedding and n-gram lookup", "attention", "feed-forward", "backward into the embedding tables"]
+    measured += ["rest of backward", "optimizer", "EMA", "validation"]
+    assert all(seconds[name] > 0 for name in measured), seconds
+    assert set(run["before_training"]) == {"read and check the corpus", "tokenize"}
+    assert run["steps"] == 8 and run["profiled_epoch_seconds"] > 0  # 240 fixture texts, batches of 32

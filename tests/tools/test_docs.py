@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.docs import pages
+from scratchformer.render import markdown
+from tools.docs import pages, speed
 
 ROOT = Path(__file__).parents[2]
 README_LIMIT = 15_000  # bytes: what it is, results, quick start, three DVC verbs, links; the manual is in docs/
@@ -48,11 +49,25 @@ def test_every_generated_block_has_a_generator():
         "review",
         "predict",
     }
-    known |= {"experiments", "transformer"}
+    known |= {"experiments", "transformer", "peers", "profile"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
             assert name in known or name.startswith("recipe-"), f"{page.name}: no generator for block {name}"
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "results", "command"),
+    [
+        ("peers", speed.peers_block, speed.RESULTS, "python benchmarks/peers.py"),
+        ("profile", speed.profile_block, speed.PROFILE, "python benchmarks/profile_epoch.py"),
+    ],
+)
+def test_the_speed_page_quotes_what_the_benchmarks_last_measured(name, make, results, command):
+    made = make(ROOT / results)
+    assert made is not None, f"{results} is missing: run {command}"
+    shown = markdown.block((ROOT / "docs" / "speed.md").read_text(encoding="utf-8"), name)
+    assert shown is not None and shown.rstrip() == made, "run python -m tools.docs.report readme --file docs/speed.md"
 
 
 def test_the_predict_example_is_left_as_committed_without_a_model_and_must_show_its_command(tmp_path):

@@ -22,7 +22,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json, run
 from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, workspace_metrics
-from tools.docs import labels, levers, results
+from tools.docs import labels, levers, results, speed
 from tools.docs.seeds import seed_groups, seed_table
 
 # Blocks that other commands write; `readme` leaves them as they are.
@@ -102,6 +102,10 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return results.timing_line(src.root / "benchmarks/results/pipeline_time.json")
     if name == "test-time":
         return results.test_time_line(src.root / "benchmarks/results/test_time.json")
+    if name == "peers":
+        return speed.peers_block(src.root / speed.RESULTS)
+    if name == "profile":
+        return speed.profile_block(src.root / speed.PROFILE)
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name == "headline":

@@ -6,9 +6,12 @@ other: the file is the one place a recipe is written down.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import yaml
+
+from scratchformer.config import Params, from_dict
 
 FOLDER = Path("recipes")
 
@@ -22,6 +25,24 @@ def load(name: str, folder: Path = FOLDER) -> dict[str, object]:
     if not isinstance(overrides, dict) or not all(isinstance(k, str) for k in overrides):
         raise ValueError(f"{path}: a recipe is a mapping of dotted params keys to values")
     return overrides
+
+
+def applied(params: Params, name: str, folder: Path = FOLDER) -> Params:
+    """``params`` with recipe ``name``'s overrides on top, checked as params.yaml is; ``default``: as they are.
+
+    What ``dvc exp run -n NAME -S …`` would train, for the code that builds the recipe's model
+    in-process (the benchmarks).
+    """
+    if name == "default":
+        return params
+    raw = dataclasses.asdict(params)
+    for key, v in load(name, folder).items():
+        *sections, field = key.split(".")
+        place = raw
+        for section in sections:
+            place = place.setdefault(section, {})  # an unknown section: from_dict names it
+        place[field] = v
+    return from_dict(raw)
 
 
 def value(v: object) -> str:

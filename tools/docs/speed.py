@@ -1,0 +1,104 @@
+"""docs/speed.md's generated blocks: the peer comparison and the epoch profile, from what ``benchmarks/peers.py``
+and ``benchmarks/profile_epoch.py`` last wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scratchformer.render import markdown
+
+RESULTS = Path("benchmarks/results/peers.json")
+PEERS = {"bert": "BERT", "torch": "`nn.TransformerEncoder`"}
+RATES = {"train_samples_per_s": "training samples/s", "predict_texts_per_s": "predict texts/s"}
+
+
+def rate(model: dict, what: str) -> str:
+    return f"{model[what]:,.0f}" if model[what] is not None else "failed"
+
+
+def ratio(value: float | None) -> str:
+    return f"**{value:.2f}x**" if value is not None else "–"
+
+
+def peers_block(path: Path = RESULTS) -> str | None:
+    """One table per rate (rows: recipe x mode; ours, the peers, ours / peer), then compile times and errors.
+
+    None before the benchmark has run.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
+    parts = [
+        f"Measured by `benchmarks/peers.py` on {record['cpus']} {record['machine']} CPU cores at "
+        f"{record['threads']} threads{policy} (torch {record['torch']}, transformers {record['transformers']}): "
+        f"the median of {record['repeats']} interleaved passes over the same {record['steps']} batches "
+        "of ChnSentiCorp train texts."
+    ]
+    for what, title in RATES.items():
+        header = ["recipe", "mode", f"ours, {title}", *(f"{name}" for name in PEERS.values())]
+        header += [f"ours / {name}" for name in PEERS.values()]
+        rows = [
+            [
+                f"`{run['recipe']}`",
+                run["mode"],
+                rate(run["models"]["ours"], what),
+                *(rate(run["models"][peer], what) for peer in PEERS),
+                *(ratio(run["ratios"][what][peer]) for peer in PEERS),
+            ]
+            for run in record["runs"]
+        ]
+        parts.append(markdown.table(header, rows))
+    compiled = [
+        f"`{run['recipe']}`: "
+        + ", ".join(
+            f"{name} {m['compile_seconds']:.0f} s" if m["error"] is None else f"{name} failed ({m['error']})"
+            for name, m in (("ours", run["models"]["ours"]), *((n, run["models"][p]) for p, n in PEERS.items()))
+        )
+        for run in record["runs"]
+        if run["mode"] == "compiled"
+    ]
+    if compiled:
+        parts.append("Compile time (cold cache, training and predict graphs): " + "; ".join(compiled) + ".")
+    return "\n\n".join(parts)
+
+
+PROFILE = Path("benchmarks/results/profile_epoch.json")
+
+
+def profile_block(path: Path = PROFILE) -> str | None:
+    """One row per part of a training epoch, one column pair (seconds, share) per recipe; None before a run."""
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    runs = record["runs"]
+    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
+    intro = (
+        f"Measured by `benchmarks/profile_epoch.py` on {record['cpus']} {record['machine']} CPU cores at "
+        f"{record['threads']} threads{policy} (torch {record['torch']}). "
+        + " ".join(
+            f"`{run['recipe']}`: one epoch of {run['steps']} steps, {run['epoch_seconds']:.0f} s unprofiled "
+            f"(its validation {run['validation_seconds']:.0f} s), {run['profiled_epoch_seconds']:.0f} s profiled."
+            for run in runs
+        )
+    )
+    header = [
+        "part of the epoch",
+        *(f"`{run['recipe']}` s" for run in runs),
+        *(f"`{run['recipe']}` share" for run in runs),
+    ]
+    totals = [sum(run["categories"].values()) for run in runs]
+    rows = [
+        [
+            name,
+            *(f"{run['categories'][name]:.1f}" for run in runs),
+            *(f"{run['categories'][name] / total:.0%}" for run, total in zip(runs, totals, strict=True)),
+        ]
+        for name in runs[0]["categories"]
+    ]
+    before = [
+        [f"before training: {name}", *(f"{run['before_training'][name]:.1f}" for run in runs), *("" for _ in runs)]
+        for name in runs[0]["before_training"]
+    ]
+    return f"{intro}\n\n{markdown.table(header, rows + before)}"
