@@ -158,6 +158,7 @@ def test_baselines_fit_outside_the_pipeline_are_recorded_from_their_params_and_m
     assert (fitted["corpus"], fitted["seed"], fitted["data"]["split"]) == ("online-shopping", 42, [0.8, 0.1, 0.1])
     shown = block(page.read_text(), "corpora")
     assert "**online-shopping**" in shown and "| 0.9466 [0.9366, 0.9566] |" in shown
+    assert "No run on it is recorded yet" in shown  # the baselines alone, until a run is recorded
 
 
 def test_the_products_line_is_the_corpus_recipe_as_one_shell_command():
@@ -165,3 +166,13 @@ def test_the_products_line_is_the_corpus_recipe_as_one_shell_command():
         "```bash\ndvc exp run -n products-default-s42 -S data.source=online-shopping "
         "-S 'data.split=[0.8,0.1,0.1]' -S data.drop_empty=true\n```"
     )
+
+
+def test_the_docs_make_the_table_from_the_record_and_the_line_from_the_corpus_recipe(tmp_path):
+    from tools.docs import pages
+
+    kept = corpora.merge(tmp_path / corpora.RECORD, *corpora.gathered(experiments(sweep())))
+    (tmp_path / "recipes").symlink_to(ROOT / "recipes")
+    src = pages.Sources(tmp_path)
+    assert pages.make("corpora", "", src) == corpora.corpora_block(kept)
+    assert pages.make("corpus-online-shopping", "", src) == corpora.recipe_block("online-shopping", ROOT / "recipes")

@@ -263,7 +263,10 @@ def corpora_block(record: dict[str, list[dict]]) -> str:
         return "No runs recorded yet (`python -m tools.docs.corpora record` records them)."
     parts = []
     for (corpus, data), (runs, baselines) in sorted(tables.items()):
-        parts.append(f"**{corpus}** ({_settings(json.loads(data))}):\n\n{corpus_table(runs, baselines)}")
+        table = corpus_table(runs, baselines)
+        if not runs:
+            table += "\n\nNo run on it is recorded yet (`python -m tools.docs.corpora record` records them)."
+        parts.append(f"**{corpus}** ({_settings(json.loads(data))}):\n\n{table}")
     return "\n\n".join(parts)
 
 
