@@ -63,7 +63,8 @@ from torch import Tensor, nn
 
 from scratchformer.config import ModelConfig, Params, load_params
 from scratchformer.data.ingest import load_corpus
-from scratchformer.data.tokenization import TokenizedSplit, batches, encode_flat, load_tokenizer
+from scratchformer.data.tokenization import encode_flat, load_tokenizer
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier, eval_mode
 from scratchformer.model.positional import SinusoidalPositionalEncoding

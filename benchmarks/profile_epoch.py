@@ -50,7 +50,8 @@ from torch.autograd.profiler import record_function
 from scratchformer.analysis.evaluation import predict_logits, scores
 from scratchformer.config import Params, load_params
 from scratchformer.data.ingest import load_corpus
-from scratchformer.data.tokenization import TokenizedSplit, batches, encode_flat, load_tokenizer
+from scratchformer.data.tokenization import encode_flat, load_tokenizer
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.reporting import recipes

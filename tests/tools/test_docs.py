@@ -49,7 +49,7 @@ def test_every_generated_block_has_a_generator():
         "review",
         "predict",
     }
-    known |= {"experiments", "transformer", "peers", "profile"}
+    known |= {"experiments", "transformer", "peers", "profile", "corpora", "corpus-online-shopping"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):

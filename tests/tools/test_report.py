@@ -1,7 +1,9 @@
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scratchformer.render.markdown import replace_block
 from scratchformer.reporting import recipes
@@ -225,6 +227,31 @@ def test_the_committed_recipes_are_the_best_line_and_its_transformer_only_twin()
     best, tf = recipes.load("best", ROOT / "recipes"), recipes.load("best-tf", ROOT / "recipes")
     assert best["nb.ngrams"] == 3 and {k: v for k, v in best.items() if k != "nb.ngrams"} == tf
     assert recipes.command("best", best).startswith("dvc exp run -n best -S tokenizer.max_len=256 -S ")
+
+
+def test_a_recipe_line_is_a_shell_line_that_gives_dvc_back_the_recipes_values(tmp_path):
+    """A list reaches ``-S`` quoted for the shell and in a form Hydra's grammar reads back as that list."""
+    from dvc.utils.hydra import apply_overrides
+
+    corpus = recipes.load("corpora/online-shopping", ROOT / "recipes")
+    line = recipes.command("products-default-s42", {**corpus, "data.revision": None})
+    assert line == (
+        "dvc exp run -n products-default-s42 -S data.source=online-shopping -S 'data.split=[0.8,0.1,0.1]' "
+        "-S data.drop_empty=true -S data.revision=null"
+    )
+    words = shlex.split(line)
+    assert words[:5] == ["dvc", "exp", "run", "-n", "products-default-s42"]
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        "data:\n  source: lansinuote/ChnSentiCorp\n  revision: main\n  split: null\n  drop_empty: false\n"
+    )
+    apply_overrides(str(params), words[6::2])  # what `dvc exp run` does with each -S argument
+    assert yaml.safe_load(params.read_text())["data"] == {
+        "source": "online-shopping",
+        "revision": None,
+        "split": [0.8, 0.1, 0.1],
+        "drop_empty": True,
+    }
 
 
 def test_prepost_layers_table_compares_the_six_layer_runs_layer_by_layer(monkeypatch):

@@ -22,7 +22,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json, run
 from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, workspace_metrics
-from tools.docs import labels, levers, results, speed
+from tools.docs import corpora, labels, levers, results, speed
 from tools.docs.seeds import seed_groups, seed_table
 
 # Blocks that other commands write; `readme` leaves them as they are.
@@ -108,6 +108,10 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return speed.profile_block(src.root / speed.PROFILE)
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
+    if name.startswith("corpus-"):  # corpus-online-shopping: the files in recipes/corpora/
+        return corpora.recipe_block(name.removeprefix("corpus-"), src.root / "recipes")
+    if name == "corpora":  # both corpora, from their record (`python -m tools.docs.corpora record` adds to it)
+        return corpora.corpora_block(corpora.read_record(src.root / corpora.RECORD))
     if name == "headline":
         rows = results.comparison_rows(src.records) if src.has_best else src.refreshed_comparison()
         return results.headline_table(rows, levers.recipe_row(src.lever_runs, "transformer", src.transformer))

@@ -7,6 +7,8 @@ other: the file is the one place a recipe is written down.
 from __future__ import annotations
 
 import dataclasses
+import json
+import shlex
 from pathlib import Path
 
 import yaml
@@ -46,15 +48,22 @@ def applied(params: Params, name: str, folder: Path = FOLDER) -> Params:
 
 
 def value(v: object) -> str:
-    """A value as ``dvc exp run -S`` takes it (YAML's true/false, not Python's)."""
-    return str(v).lower() if isinstance(v, bool) else str(v)
+    """A value as ``dvc exp run -S`` takes it: YAML's true/false/null, a list as ``[0.8,0.1,0.1]``.
+
+    ``-S`` parses its value with Hydra's override grammar, where ``[0.8,0.1,0.1]`` is a list
+    and ``None`` would be the string "None"; a list is written as JSON without spaces, which
+    that grammar reads back as the same list.
+    """
+    if isinstance(v, bool) or v is None or isinstance(v, list):
+        return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+    return str(v)
 
 
 def settings(overrides: dict[str, object]) -> list[str]:
-    """``["train.epochs=7", …]``: the arguments that follow each ``-S``."""
+    """``["train.epochs=7", …]``: the arguments that follow each ``-S`` (one argument each, unquoted)."""
     return [f"{k}={value(v)}" for k, v in overrides.items()]
 
 
 def command(name: str, overrides: dict[str, object]) -> str:
-    """``dvc exp run -n NAME -S k=v …``."""
-    return " ".join([f"dvc exp run -n {name}", *(f"-S {s}" for s in settings(overrides))])
+    """``dvc exp run -n NAME -S k=v …`` as a shell line: an argument with ``[`` or a space is quoted."""
+    return " ".join(["dvc exp run -n", shlex.quote(name), *(f"-S {shlex.quote(s)}" for s in settings(overrides))])
