@@ -189,9 +189,19 @@ def recipe_row(records: list[dict], name: str, recipe: dict[str, Any]) -> list[s
     ]
 
 
+def _effective(settings: list[str]) -> dict[str, str]:
+    """``-S`` settings without those that only restate the reference configuration (a recipe pinning a new key)."""
+    pairs = (setting.split("=", 1) for setting in settings)
+    return {key: value for key, value in pairs if recipes.value(REFERENCE.get(key)) != value}
+
+
 def timing_sentence(timing: dict | None, name: str, recipe: dict[str, Any]) -> str:
     """What ``benchmarks/recipe_time.py`` measured for these exact settings of ``name``; "" when it has not."""
-    if not timing or timing.get("recipe") != name or timing.get("settings") != recipes.settings(recipe):
+    if (
+        not timing
+        or timing.get("recipe") != name
+        or _effective(timing["settings"]) != _effective(recipes.settings(recipe))
+    ):
         return ""
     return (
         f" From a fresh clone with an empty DVC cache, `benchmarks/recipe_time.py` ran it (seed {timing['seed']}: "
