@@ -28,7 +28,8 @@ def run(params: Params, raw_dir: Path, metrics_path: Path, predictions_dir: Path
     train = read_split(raw_dir, "train")
     classes = Classes.read(raw_dir / "classes.json")
     seen = {name: in_train(train["text"], frame["text"]) for name, frame in others.items()}
-    short = {} if params.short_reviews is None else {"short": read_short_reviews(params.short_reviews, classes.names)}
+    reviews = None if params.short_reviews is None else read_short_reviews(params.short_reviews, classes.names)
+    short = {} if reviews is None else {"short": reviews}
     predicted = {
         name: fit_and_predict(params.baseline, params.seed, train, others | short, classifier=classifier)
         for name, classifier in BASELINES.items()

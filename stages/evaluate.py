@@ -80,8 +80,8 @@ def run(
     labels = {name: split.labels.numpy() for name, split in splits.items()}
     for name, comparison in versus_best(predictions, labels, seen, baselines, params.seed).items():
         result[name]["vs_best_baseline"] = comparison
-    if params.short_reviews is not None:
-        short = read_short_reviews(params.short_reviews, class_names)
+    short = None if params.short_reviews is None else read_short_reviews(params.short_reviews, class_names)
+    if short is not None:
         result["short"] = _score_short(short, tokenizer_dir, params.tokenizer.max_len, model, blend_parts, device)
     checks = _acceptance_checks(model, splits["validation"], result["validation"]["accuracy"], params, device)
     result["acceptance"] = checks

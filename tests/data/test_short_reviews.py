@@ -29,6 +29,7 @@ def test_labels_become_class_ids_and_a_quote_is_a_character(tmp_path):
     [
         ("review\tlabel\n很好\tpositive\n", r"header must be text<TAB>label"),
         ("text\tlabel\n很好\tpositive\n很差\tbad\n", r"line 3: label 'bad' is not a class \(negative, positive\)"),
+        ("text\tlabel\n很差\tbad\n很好\tpositive\n", r"line 2: label 'bad' is not a class"),
         ("text\tlabel\n很好\tpositive\n \tnegative\n", r"line 3: blank text"),
         ("text\tlabel\n", r"no reviews"),
     ],
@@ -36,6 +37,12 @@ def test_labels_become_class_ids_and_a_quote_is_a_character(tmp_path):
 def test_a_bad_file_is_refused_naming_the_line(tmp_path, content, message):
     with pytest.raises(DataError, match=message):
         read_short_reviews(write(tmp_path / "s.tsv", content), NAMES)
+
+
+def test_a_corpus_with_none_of_the_files_classes_skips_the_check_with_a_warning(tmp_path, caplog):
+    path = write(tmp_path / "s.tsv", "text\tlabel\n很好\tpositive\n很差\tnegative\n")
+    assert read_short_reviews(path, ["中评", "好评", "差评"]) is None
+    assert "none of this corpus's classes (中评, 好评, 差评): the short-review check is skipped" in caplog.text
 
 
 def test_the_projects_short_reviews_are_short_obvious_and_balanced():
