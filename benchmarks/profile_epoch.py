@@ -177,7 +177,7 @@ def profile(params: Params, source: str | None, tokenizer_name: str | None) -> d
         "validation_seconds": round(validation_seconds, 1),
         "profiled_epoch_seconds": round(profiled, 1),
         "before_training": {name: round(s, 1) for name, s in before.items()},
-        "categories": {name: round(seconds[name], 2) for name in CATEGORIES},
+        "categories": {name: round(seconds[name], 3) for name in CATEGORIES},
     }
 
 

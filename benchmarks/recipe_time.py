@@ -8,7 +8,10 @@ The `transformer` recipe's target is one network at or above NB-LR within 20 min
    evaluate, render.
 2. ``dvc exp run -n <recipe>-s<seed> -S …`` with the recipe's settings from
    ``recipes/<recipe>.yaml`` (the file the docs print the command from), timed.
-3. The clone's validation and test accuracy, so the time is tied to the result it bought.
+3. The clone's validation and test accuracy, so the time is tied to the result it bought,
+   and its answer to every validation review, predicted by the clone's own code from the
+   model folder it exported: scored here on the *unseen* part (texts not in train,
+   :func:`scratchformer.data.splits.in_train`), which is the accuracy a speed claim must keep.
 
 Inputs are read as the repository reads them: a hub id in ``data.source`` or
 ``tokenizer.name`` that is a local folder here (a git-ignored mirror) is linked into
@@ -17,12 +20,18 @@ the clone under the same name; otherwise the clone downloads it.
 Run from the repository root, on an otherwise idle machine (other work on the cores is
 measured too):
 
-    python benchmarks/recipe_time.py [--recipe transformer] [--seed 42] [--against REV]
+    python benchmarks/recipe_time.py [--recipe transformer] [--seeds 42 52 62] [--against REV] [--keep]
 
-With ``--against REV`` the same is done first for commit REV (its own recipe file, as its
-docs printed it), then for HEAD, one after the other on the same machine, and the record
-adds REV's run and ``ratio``: HEAD's seconds over REV's, so a speed claim is a ratio
-measured side by side. Writes benchmarks/results/recipe_time.json.
+With ``--against REV`` the same is done for commit REV (its own recipe file, as its docs
+printed it) just before HEAD, seed by seed, on the same machine, and the record adds REV's
+runs, ``ratio`` (HEAD's median seconds over REV's, so a speed claim is a ratio measured
+side by side) and ``unseen_validation``: HEAD's mean unseen validation accuracy over the
+seeds minus REV's, with a 95% paired bootstrap interval over the reviews
+(:func:`scratchformer.analysis.scoring.paired_bootstrap`, every seed's answer to a review
+moving with it) and the verdict the docs use: "above" or "below" where the interval
+excludes 0, else "level". With ``--keep`` each clone's experiment is fetched into this
+repository before the clone goes, so ``python -m tools.docs.report levers`` records its
+seeds. Writes benchmarks/results/recipe_time.json.
 """
 
 from __future__ import annotations
@@ -31,16 +40,44 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
+from scratchformer.analysis.scoring import paired_bootstrap
 from scratchformer.config import Params, load_params
+from scratchformer.data.ingest import read_column
+from scratchformer.data.splits import in_train
 from scratchformer.files import write_json
 from scratchformer.reporting import recipes
 
 OUT = Path("benchmarks/results/recipe_time.json")
+BOOTSTRAP_SEED = 0
+
+# Run with the clone's own code (its PYTHONPATH): the predictor class, its text cleaning,
+# encoding and batching have kept these names since the model folder was introduced. A plain
+# forward pass in batches of 64, argmax of the logits: what evaluate does, without relevance.
+ANSWER = """
+import json, sys, torch
+from scratchformer.analysis import predict as P
+folder, texts_path, out_path = sys.argv[1:]
+predictor = P.Predictor.from_pretrained(folder)
+texts = json.loads(open(texts_path, encoding="utf-8").read())
+answers = []
+with torch.no_grad():
+    predictor.model.eval()
+    for start in range(0, len(texts), 64):
+        chunk = [P.clean(t) for t in texts[start : start + 64]]
+        ids = P.encode(predictor.tokenizer, chunk, predictor.max_len)["input_ids"].tolist()
+        batch = P.pad_batch([torch.tensor(x) for x in ids], predictor.model.pad_id)
+        answers += [predictor.class_names[k] for k in predictor.model(batch).argmax(-1).tolist()]
+open(out_path, "w", encoding="utf-8").write(json.dumps(answers))
+"""
 
 
 def local_inputs(params: Params) -> list[str]:
@@ -49,10 +86,49 @@ def local_inputs(params: Params) -> list[str]:
     return [n for n in names if not Path(n).is_absolute() and Path(n).is_dir()]
 
 
-def time_recipe(rev: str, name: str, seed: int, inputs: list[str]) -> dict:
+def validation_answers(clone: Path, env: dict[str, str]) -> dict[str, np.ndarray]:
+    """Whether the clone's exported model gets each validation review right, and which reviews are in train.
+
+    The answers come from the clone's code (:data:`ANSWER`); the labels and the unseen mask
+    from its ``data/raw``. Their accuracy must be the one the clone's evaluate stage wrote,
+    or the two would not be scoring the same model the same way: a mismatch stops the run.
+    """
+    raw = clone / "data" / "raw"
+    texts = read_column(raw, "validation", "text").to_pylist()
+    labels = read_column(raw, "validation", "label").to_pylist()
+    texts_file, answers_file = clone / "validation_texts.json", clone / "validation_answers.json"
+    texts_file.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+    folder = clone / "models" / "classifier"
+    subprocess.run([sys.executable, "-c", ANSWER, str(folder), str(texts_file), str(answers_file)], env=env, check=True)
+    answers = json.loads(answers_file.read_text(encoding="utf-8"))
+    names = json.loads((folder / "config.json").read_text(encoding="utf-8"))["class_names"]  # in class-id order
+    right = np.array([answer == names[label] for answer, label in zip(answers, labels, strict=True)])
+    scored = json.loads((clone / "metrics" / "eval.json").read_text(encoding="utf-8"))["validation"]["accuracy"]
+    if abs(right.mean() - scored) > 0.5 / len(right):
+        raise RuntimeError(
+            f"{clone}: the exported model scores {right.mean():.4f} on validation, evaluate wrote {scored:.4f}"
+        )
+    seen = in_train(read_column(raw, "train", "text"), read_column(raw, "validation", "text"))
+    return {"right": right, "seen": seen}
+
+
+def keep_experiments(clone: Path) -> None:
+    """Fetch the clone's experiments into this repository, so ``dvc exp show`` (and the lever record) sees them."""
+    command = ["git", "for-each-ref", "--format=%(refname)", "refs/exps/"]
+    listed = subprocess.run(command, cwd=clone, check=True, capture_output=True, text=True)
+    refs = [r for r in listed.stdout.split() if not r.startswith("refs/exps/exec/")]  # not DVC's own run state
+    if refs:
+        subprocess.run(["git", "fetch", "-q", str(clone), *(f"+{r}:{r}" for r in refs)], check=True)
+
+
+def time_recipe(
+    rev: str, name: str, seed: int, inputs: list[str], keep: bool = False
+) -> tuple[dict, dict[str, np.ndarray]]:
     """Clone ``rev`` into a temporary folder and time ``dvc exp run`` of recipe ``name`` as that commit writes it.
 
     ``inputs``: the folders to link into the clone under the same names (see :func:`local_inputs`).
+    ``keep``: fetch the experiment into this repository before the clone is removed.
+    Returns the run's record and its validation answers (:func:`validation_answers`).
     """
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "clone"
@@ -70,31 +146,82 @@ def time_recipe(rev: str, name: str, seed: int, inputs: list[str]) -> dict:
         subprocess.run(command, cwd=clone, env=env, check=True, stdout=subprocess.DEVNULL)
         seconds = round(time.perf_counter() - start, 1)
         scores = json.loads((clone / "metrics/eval.json").read_text(encoding="utf-8"))
+        answers = validation_answers(clone, env)
+        if keep:
+            keep_experiments(clone)
+    unseen = answers["right"][~answers["seen"]]
     return {
         "settings": recipe,  # the docs quote this time only while the recipe still says this
         "commit": commit.stdout.strip(),
+        "seed": seed,
         "seconds": seconds,
         "validation_accuracy": scores["validation"]["accuracy"],
         "test_accuracy": scores["test"]["accuracy"],
+        "validation_unseen_accuracy": float(unseen.mean()),
+        "validation_unseen_n": int(unseen.size),
+    }, answers
+
+
+def summary(runs: list[dict]) -> dict:
+    """The seeds' runs of one commit, and their median time and mean accuracies."""
+    first = runs[0]
+    return {
+        "settings": first["settings"],
+        "commit": first["commit"],
+        "seeds": [r["seed"] for r in runs],
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        **{
+            key: statistics.fmean(r[key] for r in runs)
+            for key in ("validation_accuracy", "test_accuracy", "validation_unseen_accuracy")
+        },
+        "runs": runs,
     }
+
+
+def compared(now: list[dict[str, np.ndarray]], earlier: list[dict[str, np.ndarray]]) -> dict:
+    """HEAD's unseen validation accuracy over the seeds minus REV's, with its paired interval and verdict."""
+    seen = now[0]["seen"]
+    if any((a["seen"] != seen).any() for a in [*now, *earlier]):
+        raise RuntimeError("the two commits split validation differently: their unseen reviews cannot be paired")
+    a = np.stack([r["right"][~seen] for r in now])
+    b = np.stack([r["right"][~seen] for r in earlier])
+    result = paired_bootstrap(a, b, BOOTSTRAP_SEED)
+    lo, hi = result["ci95"]["lo"], result["ci95"]["hi"]
+    return {**result, "n": int(a.shape[1]), "verdict": "above" if lo > 0 else "below" if hi < 0 else "level"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--recipe", default="transformer", help="a file in recipes/ (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=42, help="the run's seed (default: %(default)s)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[42], help="the runs' seeds (default: %(default)s)")
     parser.add_argument(
-        "--against", metavar="REV", help="also time the recipe at this commit, first, and print HEAD's time / its"
+        "--against", metavar="REV", help="also run the recipe at this commit, before HEAD, seed by seed, and compare"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="fetch each run's experiment into this repository (for the lever record)"
     )
     args = parser.parse_args()
     inputs = local_inputs(load_params(Path("params.yaml")))
-    earlier = time_recipe(args.against, args.recipe, args.seed, inputs) if args.against else None
-    result = {"recipe": args.recipe, "seed": args.seed, **time_recipe("HEAD", args.recipe, args.seed, inputs)}
-    result |= {"cpus": os.cpu_count(), "machine": platform.machine()}
-    if earlier is not None:
-        result |= {"against": earlier, "ratio": round(result["seconds"] / earlier["seconds"], 3)}
+    runs: dict[str, list] = {"now": [], "earlier": []}
+    answers: dict[str, list] = {"now": [], "earlier": []}
+    for seed in args.seeds:
+        for side, rev in (("earlier", args.against), ("now", "HEAD")):
+            if rev is None:
+                continue
+            run, answered = time_recipe(rev, args.recipe, seed, inputs, args.keep)
+            runs[side].append(run)
+            answers[side].append(answered)
+            print(json.dumps(run), flush=True)
+    result = {"recipe": args.recipe, **summary(runs["now"]), "cpus": os.cpu_count(), "machine": platform.machine()}
+    if args.against:
+        earlier = summary(runs["earlier"])
+        result |= {
+            "against": earlier,
+            "ratio": round(result["seconds"] / earlier["seconds"], 3),
+            "unseen_validation": compared(answers["now"], answers["earlier"]),
+        }
     write_json(OUT, result)
-    print(json.dumps(result, indent=2))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("runs", "against")}, indent=2))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ import importlib.util
 import json
 import math
 import os
+import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -63,6 +65,11 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
         "import json, pathlib, sys, time\n"
         "epochs = int(next(a.split('=')[1] for a in sys.argv if a.startswith('train.epochs=')))\n"
         "time.sleep(0.3 * epochs)\n"
+        "seed = next(a.split('=')[1] for a in sys.argv if a.startswith('seed='))\n"
+        "pathlib.Path('seed').write_text(seed)\n"
+        "import subprocess\n"  # an experiment ref, and DVC's own run state beside it
+        "subprocess.run(['git', 'update-ref', f'refs/exps/ab/cdef/fast-s{seed}', 'HEAD'], check=True)\n"
+        "subprocess.run(['git', 'update-ref', 'refs/exps/exec/EXEC_HEAD', 'HEAD'], check=True)\n"
         "pathlib.Path('metrics').mkdir(exist_ok=True)\n"
         "score = {'accuracy': epochs / 10}\n"
         "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': score, 'test': score}))\n"
@@ -83,13 +90,33 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     (repo / "params.yaml").write_text("{}\n")
     before, now = commit(4), commit(2)
     monkeypatch.setattr(recipe_time, "OUT", tmp_path / "out.json")
-    monkeypatch.setattr("sys.argv", ["recipe_time.py", "--recipe", "fast", "--against", before])
+
+    def answers(clone, env):  # REV's clone (4 epochs) misses reviews 1 and 2; HEAD's misses 20 on seed 52
+        epochs = json.loads((clone / "metrics" / "eval.json").read_text())["validation"]["accuracy"] * 10
+        seed = int(clone.joinpath("seed").read_text())
+        right = np.ones(40, dtype=bool)
+        right[[1, 2] if epochs == 4 else [20] if seed == 52 else []] = False
+        return {"right": right, "seen": np.arange(40) < 10}  # reviews 0 to 9 also occur in train
+
+    monkeypatch.setattr(recipe_time, "validation_answers", answers)
+    argv = ["recipe_time.py", "--recipe", "fast", "--seeds", "42", "52", "--against", before, "--keep"]
+    monkeypatch.setattr("sys.argv", argv)
     recipe_time.main()
     record = json.loads((tmp_path / "out.json").read_text())
-    assert (record["commit"], record["settings"]) == (now, ["train.epochs=2"])
+    assert (record["commit"], record["settings"], record["seeds"]) == (now, ["train.epochs=2"], [42, 52])
     assert (record["against"]["commit"], record["against"]["settings"]) == (before, ["train.epochs=4"])
     assert (record["validation_accuracy"], record["against"]["validation_accuracy"]) == (0.2, 0.4)
+    assert record["seconds"] == statistics.median(r["seconds"] for r in record["runs"])
     assert record["ratio"] == round(record["seconds"] / record["against"]["seconds"], 3) < 0.8
+    # Reviews 0 to 9 are seen: REV's misses are not scored; HEAD misses one of 30 unseen reviews on one seed of two.
+    assert record["against"]["validation_unseen_accuracy"] == 1.0
+    assert record["validation_unseen_accuracy"] == pytest.approx(1 - 1 / 60)
+    compared = record["unseen_validation"]
+    assert (compared["n"], compared["delta"], compared["verdict"]) == (30, pytest.approx(-1 / 60), "level")
+    assert compared["ci95"]["lo"] < 0 == compared["ci95"]["hi"]  # review 20 is left out of some resamples
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], check=True, capture_output=True, text=True)
+    kept = [r for r in refs.stdout.split() if r.startswith("refs/exps/")]
+    assert kept == ["refs/exps/ab/cdef/fast-s42", "refs/exps/ab/cdef/fast-s52"]  # --keep: the runs, not DVC's state
 
 
 def run_peers(tmp_path: Path, *flags: str) -> dict:
@@ -140,7 +167,7 @@ def test_a_recipe_applied_to_params_gives_the_sizes_its_file_sets_and_refuses_a_
     params = load_params(ROOT / "params.yaml")
     assert recipes.applied(params, "default", ROOT / "recipes") is params
     recipe = recipes.applied(params, "transformer", ROOT / "recipes")
-    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (256, 3, 262144)
+    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (128, 3, 262144)
     assert recipe.model.d_model == params.model.d_model and recipe.train.bucket_by_length
     (tmp_path / "typo.yaml").write_text("model.d_modle: 32\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"model\.d_modle"):

@@ -48,6 +48,28 @@ def test_the_paired_interval_comes_from_resampling_the_same_reviews_for_both():
     assert paired_bootstrap(model, baseline, seed) == result  # a fixed seed: the same numbers every run
 
 
+def test_several_runs_per_side_compare_mean_accuracies_and_resample_reviews_not_runs():
+    n, seed = 60, 7
+    a = np.ones((3, n), dtype=bool)
+    b = np.ones((3, n), dtype=bool)
+    a[0, :6] = False  # run 0 of A misses the first 6 reviews, run 1 of B misses the same 6
+    b[1, :6] = False
+    swapped = paired_bootstrap(a, b, seed)
+    # Per review A and B miss equally often: every resample differs by exactly 0. Runs resampled
+    # as if they were reviews of their own would not cancel.
+    assert swapped == {"delta": 0.0, "ci95": {"lo": 0.0, "hi": 0.0}}
+    b[2, 10:13] = False  # B's run 2 misses 3 more: the mean accuracies differ by 3 / (3 n)
+    result = paired_bootstrap(a, b, seed)
+    assert result["delta"] == pytest.approx(a.mean() - b.mean(), abs=1e-15) == 1 / n
+    # One run per side, stacked three times, is the one-run comparison.
+    one_a, one_b = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+    one_b[[4, 9, 30]] = False
+    single = paired_bootstrap(one_a, one_b, seed)
+    stacked = paired_bootstrap(np.tile(one_a, (3, 1)), np.tile(one_b, (3, 1)), seed)
+    assert stacked["delta"] == single["delta"]
+    assert stacked["ci95"] == pytest.approx(single["ci95"], abs=1e-15)
+
+
 def test_the_model_is_compared_with_the_baseline_best_on_unseen_validation():
     labels = {s: np.array([0, 1] * 10) for s in ("validation", "test")}
     seen = {s: np.array([True] * 4 + [False] * 16) for s in labels}

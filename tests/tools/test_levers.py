@@ -125,6 +125,21 @@ def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_ti
         "`benchmarks/recipe_time.py` ran it (seed 42: validation 0.9300, test 0.9400) "
         "in 11.5 minutes on 2 x86_64 CPU cores."
     )
+    seeds = {
+        **timing,
+        "seeds": [42, 52, 62],
+        "seconds": 300.0,
+        "validation_unseen_accuracy": 0.9,
+        "against": {"commit": "b35c8c7" + "0" * 33, "seconds": 600.0},
+        "ratio": 0.5,
+        "unseen_validation": {"delta": -0.0031, "ci95": {"lo": -0.0112, "hi": 0.0046}, "n": 862, "verdict": "level"},
+    }
+    assert timing_sentence(seeds, "transformer", recipe) == (
+        " From a fresh clone with an empty DVC cache, `benchmarks/recipe_time.py` ran it (seeds 42, 52, 62, means: "
+        "validation 0.9300, test 0.9400, unseen validation 0.9000) in a median of 5.0 minutes on 2 x86_64 CPU cores."
+        " The recipe as commit b35c8c7 wrote it took 10.0 minutes on the same seeds, run one after the other:"
+        " **0.50x** the time; unseen validation -0.0031 [-0.0112, +0.0046] (paired bootstrap over 862 reviews): level."
+    )
     assert timing_sentence(timing, "transformer", {**recipe, "train.epochs": 12}) == ""  # timed before a change
     assert timing_sentence(timing, "best", recipe) == ""
     assert "recipe_time" not in recipe_line(records, "transformer", recipe, None)

@@ -196,18 +196,37 @@ def _effective(settings: list[str]) -> dict[str, str]:
 
 
 def timing_sentence(timing: dict | None, name: str, recipe: dict[str, Any]) -> str:
-    """What ``benchmarks/recipe_time.py`` measured for these exact settings of ``name``; "" when it has not."""
+    """What ``benchmarks/recipe_time.py`` measured for these exact settings of ``name``; "" when it has not.
+
+    With a run ``--against`` an earlier commit, a second sentence: the time ratio and the
+    unseen validation difference, with its paired interval and verdict.
+    """
     if (
         not timing
         or timing.get("recipe") != name
         or _effective(timing["settings"]) != _effective(recipes.settings(recipe))
     ):
         return ""
-    return (
-        f" From a fresh clone with an empty DVC cache, `benchmarks/recipe_time.py` ran it (seed {timing['seed']}: "
-        f"validation {timing['validation_accuracy']:.4f}, test {timing['test_accuracy']:.4f}) "
-        f"in {timing['seconds'] / 60:.1f} minutes on {timing['cpus']} {timing['machine']} CPU cores."
+    seeds = timing.get("seeds", [timing.get("seed")])
+    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(map(str, seeds))}, means"
+    unseen = timing.get("validation_unseen_accuracy")
+    scores = f"validation {timing['validation_accuracy']:.4f}, test {timing['test_accuracy']:.4f}"
+    scores += f", unseen validation {unseen:.4f}" if unseen is not None else ""
+    took = f"{'a median of ' if len(seeds) > 1 else ''}{timing['seconds'] / 60:.1f} minutes"
+    sentence = (
+        f" From a fresh clone with an empty DVC cache, `benchmarks/recipe_time.py` ran it ({which}: {scores}) "
+        f"in {took} on {timing['cpus']} {timing['machine']} CPU cores."
     )
+    earlier, compared = timing.get("against"), timing.get("unseen_validation")
+    if earlier and compared:
+        ci = compared["ci95"]
+        sentence += (
+            f" The recipe as commit {earlier['commit'][:7]} wrote it took {earlier['seconds'] / 60:.1f} minutes"
+            f" on the same seeds, run one after the other: **{timing['ratio']:.2f}x** the time; unseen validation"
+            f" {compared['delta']:+.4f} [{ci['lo']:+.4f}, {ci['hi']:+.4f}] (paired bootstrap over"
+            f" {compared['n']} reviews): {compared['verdict']}."
+        )
+    return sentence
 
 
 def recipe_line(records: list[dict], name: str, recipe: dict[str, Any], timing: dict | None = None) -> str:

@@ -117,17 +117,23 @@ def paired_bootstrap(
     """Accuracy of A minus accuracy of B on the same reviews, with a 95% paired bootstrap interval.
 
     ``correct_a`` / ``correct_b``: whether each classifier got each review right, in the
-    same order. Every resample draws n review indices with replacement
-    (``numpy.random.default_rng(seed)``) and takes both classifiers' accuracy on those
-    same reviews; the interval is the 2.5th and 97.5th percentile of the ``resamples``
-    differences (linear interpolation). Same inputs and seed, same bytes.
+    same order: shape (n,), or (runs, n) for several runs of each (seeds of a recipe), the
+    difference then being that of the mean accuracies over the runs. Every resample draws
+    n review indices with replacement (``numpy.random.default_rng(seed)``) and takes both
+    sides' accuracy on those same reviews, every run of a review moving with it; the
+    interval is the 2.5th and 97.5th percentile of the ``resamples`` differences (linear
+    interpolation). Same inputs and seed, same bytes.
     """
-    a, b = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
-    n = len(a)
-    if n == 0 or len(b) != n:
-        raise ValueError(f"a paired bootstrap needs the same reviews on both sides, at least one ({n} and {len(b)})")
-    # A review counts +1 where only A is right, -1 where only B is: the difference of the sums.
-    gain = a.astype(np.int64) - b.astype(np.int64)
+    a, b = np.atleast_2d(np.asarray(correct_a, dtype=bool)), np.atleast_2d(np.asarray(correct_b, dtype=bool))
+    n = a.shape[1]
+    if n == 0 or b.shape[1] != n:
+        raise ValueError(
+            f"a paired bootstrap needs the same reviews on both sides, at least one ({n} and {b.shape[1]})"
+        )
+    # Per review, the share of A's runs right minus the share of B's, over the common
+    # denominator: sums of these integers are the difference of the mean accuracies times n * scale.
+    scale = len(a) * len(b)
+    gain = a.sum(axis=0).astype(np.int64) * len(b) - b.sum(axis=0).astype(np.int64) * len(a)
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _DRAWS_PER_CHUNK // n)
     sums = np.empty(resamples, dtype=np.int64)
@@ -135,7 +141,10 @@ def paired_bootstrap(
         rows = min(per_chunk, resamples - start)
         sums[start : start + rows] = gain[rng.integers(0, n, size=(rows, n))].sum(axis=1)
     lo, hi = np.quantile(sums, [0.025, 0.975])
-    return {"delta": float(Fraction(int(gain.sum()), n)), "ci95": {"lo": float(lo) / n, "hi": float(hi) / n}}
+    return {
+        "delta": float(Fraction(int(gain.sum()), n * scale)),
+        "ci95": {"lo": float(lo) / (n * scale), "hi": float(hi) / (n * scale)},
+    }
 
 
 def versus_best(
