@@ -6,7 +6,7 @@ The `transformer` recipe's target is one network at or above NB-LR within 20 min
 1. ``git clone`` of this repository's HEAD into a temporary folder, with its own
    (empty) DVC cache, so every stage runs: download, tokenize, baseline, train,
    evaluate, render.
-2. ``dvc exp run -n <recipe>-s<seed> -S …`` with the recipe's settings from
+2. ``dvc exp run -n <recipe>-<commit>-s<seed> -S …`` with the recipe's settings from
    ``recipes/<recipe>.yaml`` (the file the docs print the command from), timed.
 3. The clone's validation and test accuracy, so the time is tied to the result it bought,
    and its answer to every validation review, predicted by the clone's own code from the
@@ -29,7 +29,9 @@ side by side) and ``unseen_validation``: HEAD's mean unseen validation accuracy 
 seeds minus REV's, with a 95% paired bootstrap interval over the reviews
 (:func:`scratchformer.analysis.scoring.paired_bootstrap`, every seed's answer to a review
 moving with it) and the verdict the docs use: "above" or "below" where the interval
-excludes 0, else "level". With ``--keep`` each clone's experiment is fetched into this
+excludes 0, else "level". ``--corpus online-shopping`` adds the data keys of
+``recipes/corpora/online-shopping.yaml`` to every run (and writes
+``recipe_time-online-shopping.json``). With ``--keep`` each clone's experiment is fetched into this
 repository before the clone goes, so ``python -m tools.docs.report levers`` records its
 seeds. Writes benchmarks/results/recipe_time.json.
 """
@@ -80,6 +82,11 @@ open(out_path, "w", encoding="utf-8").write(json.dumps(answers))
 """
 
 
+def bits(flags: np.ndarray) -> str:
+    """``"1"`` for each review answered right, ``"0"`` for each not: a run's answers, kept in its record."""
+    return "".join("1" if f else "0" for f in flags)
+
+
 def local_inputs(params: Params) -> list[str]:
     """The inputs named in params that exist here as folders inside the repository."""
     names = [params.data.source, params.tokenizer.name]
@@ -96,11 +103,13 @@ def validation_answers(clone: Path, env: dict[str, str]) -> dict[str, np.ndarray
     raw = clone / "data" / "raw"
     texts = read_column(raw, "validation", "text").to_pylist()
     labels = read_column(raw, "validation", "label").to_pylist()
-    texts_file, answers_file = clone / "validation_texts.json", clone / "validation_answers.json"
-    texts_file.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
     folder = clone / "models" / "classifier"
-    subprocess.run([sys.executable, "-c", ANSWER, str(folder), str(texts_file), str(answers_file)], env=env, check=True)
-    answers = json.loads(answers_file.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as tmp:  # outside the clone: an experiment must not pick the files up
+        texts_file, answers_file = Path(tmp) / "texts.json", Path(tmp) / "answers.json"
+        texts_file.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+        command = [sys.executable, "-c", ANSWER, str(folder), str(texts_file), str(answers_file)]
+        subprocess.run(command, env=env, check=True)
+        answers = json.loads(answers_file.read_text(encoding="utf-8"))
     names = json.loads((folder / "config.json").read_text(encoding="utf-8"))["class_names"]  # in class-id order
     right = np.array([answer == names[label] for answer, label in zip(answers, labels, strict=True)])
     scored = json.loads((clone / "metrics" / "eval.json").read_text(encoding="utf-8"))["validation"]["accuracy"]
@@ -122,12 +131,13 @@ def keep_experiments(clone: Path) -> None:
 
 
 def time_recipe(
-    rev: str, name: str, seed: int, inputs: list[str], keep: bool = False
+    rev: str, name: str, seed: int, inputs: list[str], keep: bool = False, corpus: str | None = None
 ) -> tuple[dict, dict[str, np.ndarray]]:
     """Clone ``rev`` into a temporary folder and time ``dvc exp run`` of recipe ``name`` as that commit writes it.
 
     ``inputs``: the folders to link into the clone under the same names (see :func:`local_inputs`).
     ``keep``: fetch the experiment into this repository before the clone is removed.
+    ``corpus``: also the data keys of ``recipes/corpora/<corpus>.yaml``, after the recipe's.
     Returns the run's record and its validation answers (:func:`validation_answers`).
     """
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,26 +149,33 @@ def time_recipe(
             (clone / folder).parent.mkdir(parents=True, exist_ok=True)
             (clone / folder).symlink_to(Path(folder).resolve(), target_is_directory=True)
         recipe = recipes.settings(recipes.load(name, clone / "recipes"))  # the recipe as that commit's docs print it
-        settings = [*recipe, f"seed={seed}"]
-        command = ["dvc", "exp", "run", "-n", f"{name}-s{seed}", *(a for s in settings for a in ("-S", s))]
+        data = recipes.settings(recipes.load(f"corpora/{corpus}", clone / "recipes")) if corpus else []
+        settings = [*recipe, *data, f"seed={seed}"]
+        short = commit.stdout.strip()[:7]  # in the name: the same recipe at two commits is two experiments
+        command = ["dvc", "exp", "run", "-n", f"{name}-{short}-s{seed}", *(a for s in settings for a in ("-S", s))]
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}  # the clone's code, whatever is installed
-        start = time.perf_counter()
-        subprocess.run(command, cwd=clone, env=env, check=True, stdout=subprocess.DEVNULL)
-        seconds = round(time.perf_counter() - start, 1)
-        scores = json.loads((clone / "metrics/eval.json").read_text(encoding="utf-8"))
-        answers = validation_answers(clone, env)
+        record, answers = timed_run(clone, env, command)
         if keep:
             keep_experiments(clone)
+    extra = {"settings": recipe, "corpus": corpus, "commit": commit.stdout.strip(), "seed": seed}
+    return extra | record, answers  # the docs quote the time only while the recipe still says `settings`
+
+
+def timed_run(clone: Path, env: dict[str, str], command: list[str]) -> tuple[dict, dict[str, np.ndarray]]:
+    """Run ``command`` (a ``dvc exp run``) in ``clone``; its seconds, accuracies and validation answers."""
+    start = time.perf_counter()
+    subprocess.run(command, cwd=clone, env=env, check=True, stdout=subprocess.DEVNULL)
+    seconds = round(time.perf_counter() - start, 1)
+    scores = json.loads((clone / "metrics" / "eval.json").read_text(encoding="utf-8"))
+    answers = validation_answers(clone, env)
     unseen = answers["right"][~answers["seen"]]
     return {
-        "settings": recipe,  # the docs quote this time only while the recipe still says this
-        "commit": commit.stdout.strip(),
-        "seed": seed,
         "seconds": seconds,
         "validation_accuracy": scores["validation"]["accuracy"],
         "test_accuracy": scores["test"]["accuracy"],
         "validation_unseen_accuracy": float(unseen.mean()),
         "validation_unseen_n": int(unseen.size),
+        "validation_right": bits(answers["right"]),  # every validation review in row order: the comparison's input
     }, answers
 
 
@@ -197,18 +214,22 @@ def main() -> None:
     parser.add_argument(
         "--against", metavar="REV", help="also run the recipe at this commit, before HEAD, seed by seed, and compare"
     )
+    parser.add_argument("--corpus", help="a file in recipes/corpora/: run the recipe on that corpus instead")
     parser.add_argument(
         "--keep", action="store_true", help="fetch each run's experiment into this repository (for the lever record)"
     )
     args = parser.parse_args()
-    inputs = local_inputs(load_params(Path("params.yaml")))
+    params = load_params(Path("params.yaml"))
+    if args.corpus:
+        params = recipes.applied(params, f"corpora/{args.corpus}")
+    inputs = local_inputs(params)
     runs: dict[str, list] = {"now": [], "earlier": []}
     answers: dict[str, list] = {"now": [], "earlier": []}
     for seed in args.seeds:
         for side, rev in (("earlier", args.against), ("now", "HEAD")):
             if rev is None:
                 continue
-            run, answered = time_recipe(rev, args.recipe, seed, inputs, args.keep)
+            run, answered = time_recipe(rev, args.recipe, seed, inputs, args.keep, args.corpus)
             runs[side].append(run)
             answers[side].append(answered)
             print(json.dumps(run), flush=True)
@@ -220,7 +241,8 @@ def main() -> None:
             "ratio": round(result["seconds"] / earlier["seconds"], 3),
             "unseen_validation": compared(answers["now"], answers["earlier"]),
         }
-    write_json(OUT, result)
+    result["corpus"] = args.corpus
+    write_json(OUT if args.corpus is None else OUT.with_name(f"recipe_time-{args.corpus}.json"), result)
     print(json.dumps({k: v for k, v in result.items() if k not in ("runs", "against")}, indent=2))
 
 

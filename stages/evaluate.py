@@ -127,14 +127,19 @@ def _score_split(
     blend_parts: dict[str, torch.nn.Module],
     device: torch.device,
 ) -> ScoredSplit:
-    """Accuracy, F1 and loss; the same on the unseen part with intervals; per class; each blend part on its own."""
+    """Accuracy, F1 and loss; the same on the unseen part with intervals; each blend part on its own.
+
+    The confusion table carries the per-class scores (``per_class``: precision, recall, F1, support).
+    """
     logits = predict_logits(model, split, batch_size=256, device=device)
     labels, predicted = split.labels.numpy(), logits.argmax(dim=1).numpy()
     s = scores(logits, split.labels)
     metrics = {"accuracy": s["accuracy"], "f1": s["f1"], "loss": s["loss"]}
     metrics |= split_scores(predicted, labels, seen, len(class_names))
     confusion = confusion_table(logits, split.labels, class_names)
-    metrics["per_class"] = per_class_scores(confusion["counts"], class_names)
+    # Per-class precision, recall and F1 sit beside the counts they come from, not in the metrics:
+    # with them every class adds four columns to `dvc exp show`, which then no longer fits a screen.
+    confusion["per_class"] = per_class_scores(confusion["counts"], class_names)
     for part, module in blend_parts.items():
         part_logits = predict_logits(module, split, 256, device)
         metrics[part] = split_scores(part_logits.argmax(dim=1).numpy(), labels, seen, len(class_names))

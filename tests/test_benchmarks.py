@@ -5,6 +5,8 @@ import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,16 @@ def test_gpu_check_says_so_when_there_is_no_cuda(monkeypatch):
         load("gpu_check").main()
 
 
+def fake_dvc(tmp_path: Path, monkeypatch, body: str) -> Path:
+    """A stand-in `dvc` on PATH: a Python script running ``body``; returns its folder."""
+    fake = tmp_path / "bin" / "dvc"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\nimport json, pathlib, subprocess, sys, time\n{body}")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    return fake.parent
+
+
 def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path, monkeypatch):
     from scratchformer.config import from_dict
 
@@ -55,27 +67,22 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     """Two commits whose recipe differs; a stand-in `dvc` on PATH writes the metrics and takes longer per epoch."""
     import json
     import subprocess
-    import sys
 
     recipe_time = load("recipe_time")
-    fake = tmp_path / "bin" / "dvc"
-    fake.parent.mkdir()
-    fake.write_text(
-        f"#!{sys.executable}\n"
-        "import json, pathlib, sys, time\n"
+    fake_dvc(
+        tmp_path,
+        monkeypatch,
         "epochs = int(next(a.split('=')[1] for a in sys.argv if a.startswith('train.epochs=')))\n"
         "time.sleep(0.3 * epochs)\n"
         "seed = next(a.split('=')[1] for a in sys.argv if a.startswith('seed='))\n"
         "pathlib.Path('seed').write_text(seed)\n"
-        "import subprocess\n"  # an experiment ref, and DVC's own run state beside it
-        "subprocess.run(['git', 'update-ref', f'refs/exps/ab/cdef/fast-s{seed}', 'HEAD'], check=True)\n"
+        "name = sys.argv[sys.argv.index('-n') + 1]\n"  # an experiment ref, and DVC's own run state beside it
+        "subprocess.run(['git', 'update-ref', f'refs/exps/ab/cdef/{name}', 'HEAD'], check=True)\n"
         "subprocess.run(['git', 'update-ref', 'refs/exps/exec/EXEC_HEAD', 'HEAD'], check=True)\n"
         "pathlib.Path('metrics').mkdir(exist_ok=True)\n"
         "score = {'accuracy': epochs / 10}\n"
-        "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': score, 'test': score}))\n"
+        "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': score, 'test': score}))\n",
     )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     repo = tmp_path / "repo"
     (repo / "recipes").mkdir(parents=True)
     monkeypatch.chdir(repo)
@@ -107,6 +114,7 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     assert (record["against"]["commit"], record["against"]["settings"]) == (before, ["train.epochs=4"])
     assert (record["validation_accuracy"], record["against"]["validation_accuracy"]) == (0.2, 0.4)
     assert record["seconds"] == statistics.median(r["seconds"] for r in record["runs"])
+    assert [r["validation_right"] for r in record["against"]["runs"]] == ["1" + "00" + "1" * 37] * 2  # missed 1 and 2
     assert record["ratio"] == round(record["seconds"] / record["against"]["seconds"], 3) < 0.8
     # Reviews 0 to 9 are seen: REV's misses are not scored; HEAD misses one of 30 unseen reviews on one seed of two.
     assert record["against"]["validation_unseen_accuracy"] == 1.0
@@ -116,7 +124,52 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     assert compared["ci95"]["lo"] < 0 == compared["ci95"]["hi"]  # review 20 is left out of some resamples
     refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], check=True, capture_output=True, text=True)
     kept = [r for r in refs.stdout.split() if r.startswith("refs/exps/")]
-    assert kept == ["refs/exps/ab/cdef/fast-s42", "refs/exps/ab/cdef/fast-s52"]  # --keep: the runs, not DVC's state
+    names = sorted(f"refs/exps/ab/cdef/fast-{commit[:7]}-s{seed}" for commit in (before, now) for seed in (42, 52))
+    assert kept == names  # --keep: each commit's runs under names of their own, not DVC's state
+
+
+def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unseen_answers(tmp_path, monkeypatch):
+    """A stand-in `dvc` records each run's settings; the lever misses two unseen reviews on every seed."""
+    bin_dir = fake_dvc(
+        tmp_path,
+        monkeypatch,
+        "settings = [a for a in sys.argv if '=' in a]\n"
+        "pathlib.Path('metrics').mkdir(exist_ok=True)\n"
+        "score = {'accuracy': 0.8 if 'data.label_issues=drop' in settings else 0.9}\n"
+        "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': score, 'test': score}))\n"
+        "with open(pathlib.Path(sys.argv[0]).parent / 'runs.txt', 'a') as f:\n"
+        "    f.write(' '.join(sys.argv[3:]) + '\\n')\n",
+    )
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    (repo / "params.yaml").write_text("{}\n")
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"], check=True)
+    lever = load("lever")
+
+    def answers(clone, env):
+        dropped = json.loads((clone / "metrics" / "eval.json").read_text())["validation"]["accuracy"] == 0.8
+        right = np.ones(40, dtype=bool)
+        right[[15, 25] if dropped else []] = False
+        return {"right": right, "seen": np.arange(40) < 10}
+
+    monkeypatch.setattr(lever.recipe_time, "validation_answers", answers)
+    monkeypatch.setattr(lever, "OUT", tmp_path / "out")
+    result = lever.main(["--set", "data.label_issues=drop", "--base", "train.epochs=1", "--seeds", "42", "43"])
+    assert (tmp_path / "out" / "data-label-issues-drop.json").is_file()
+    assert (bin_dir / "runs.txt").read_text().splitlines() == [
+        "-n data-label-issues-drop-control-s42 -S train.epochs=1 -S seed=42",
+        "-n data-label-issues-drop-s42 -S train.epochs=1 -S data.label_issues=drop -S seed=42",
+        "-n data-label-issues-drop-control-s43 -S train.epochs=1 -S seed=43",
+        "-n data-label-issues-drop-s43 -S train.epochs=1 -S data.label_issues=drop -S seed=43",
+    ]
+    assert result["control"]["validation_unseen_accuracy"] == 1.0
+    assert result["lever_runs"]["validation_unseen_accuracy"] == pytest.approx(28 / 30)
+    compared = result["unseen_validation"]
+    assert (compared["n"], compared["delta"]) == (30, pytest.approx(-2 / 30))  # the lever minus the control
+    assert compared["ci95"]["hi"] <= 0
 
 
 def run_peers(tmp_path: Path, *flags: str) -> dict:

@@ -124,7 +124,7 @@ def test_repro_writes_every_output(repo):
     confusion = json.loads((repo / "plots" / "confusion" / "test.json").read_text())
     assert confusion["classes"] == ["negative", "positive"]  # data.label_names
     assert sum(map(sum, confusion["counts"])) == 60  # counts, not one row per example
-    assert set(evaluation["test"]["per_class"]) == {"negative", "positive"}
+    assert set(confusion["per_class"]) == {"negative", "positive"}
     data = json.loads((repo / "metrics" / "data.json").read_text())["data"]
     assert data["rows"] == {"train": 240, "validation": 60, "test": 60} and data["split"] is None
     baselines = json.loads((repo / "metrics" / "baseline.json").read_text())

@@ -120,6 +120,13 @@ def test_the_table_pools_seeds_by_name_and_shows_one_runs_intervals(tmp_path):
     assert "test unseen (n = 4490)" in header
 
 
+def test_the_headline_keeps_only_the_named_runs_and_every_baseline(tmp_path):
+    kept = corpora.merge(tmp_path / "corpora.json", *corpora.gathered(experiments(sweep())))
+    shown = tables(corpora.corpora_block(kept, only=("wide", "products-default")))
+    assert [row[0] for row in shown["ChnSentiCorp"][1]][:2] == ["`wide`", corpora.BASELINES["baseline"]]  # no `tf`
+    assert len(shown["ChnSentiCorp"][1]) == 4 and shown["online-shopping"][1][0][0] == "`products-default`"
+
+
 def test_the_record_keeps_runs_whose_experiments_are_gone(tmp_path):
     record = tmp_path / "corpora.json"
     corpora.merge(record, *corpora.gathered(experiments(sweep())))

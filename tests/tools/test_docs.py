@@ -1,5 +1,6 @@
 """The README is a front door and the docs hold together: size, links, generated blocks."""
 
+import json
 import re
 from pathlib import Path
 
@@ -49,11 +50,12 @@ def test_every_generated_block_has_a_generator():
         "review",
         "predict",
     }
-    known |= {"experiments", "transformer", "peers", "profile", "corpora", "corpus-online-shopping"}
+    known |= {"experiments", "transformer", "peers", "profile", "corpora", "corpus-online-shopping", "recipe-time"}
+    known |= {"corpora-headline"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
-            assert name in known or name.startswith("recipe-"), f"{page.name}: no generator for block {name}"
+            assert name in known or name.startswith(("recipe-", "lever-")), f"{page.name}: no generator for {name}"
 
 
 @pytest.mark.parametrize(
@@ -68,6 +70,42 @@ def test_the_speed_page_quotes_what_the_benchmarks_last_measured(name, make, res
     assert made is not None, f"{results} is missing: run {command}"
     shown = markdown.block((ROOT / "docs" / "speed.md").read_text(encoding="utf-8"), name)
     assert shown is not None and shown.rstrip() == made, "run python -m tools.docs.report readme --file docs/speed.md"
+
+
+def test_the_recipe_time_block_shows_each_seed_at_both_commits_then_the_ratio_and_the_paired_verdict(tmp_path):
+    def run(seed, seconds, unseen):
+        return {
+            "seed": seed,
+            "seconds": seconds,
+            "validation_accuracy": 0.9,
+            "test_accuracy": 0.91,
+            "validation_unseen_accuracy": unseen,
+        }
+
+    def side(commit, runs, seconds):
+        unseen = sum(r["validation_unseen_accuracy"] for r in runs) / len(runs)
+        accuracies = {"validation_accuracy": 0.9, "test_accuracy": 0.91, "validation_unseen_accuracy": unseen}
+        return {"commit": commit, "runs": runs, "seconds": seconds, **accuracies}
+
+    record = side("f" * 40, [run(42, 250.0, 0.88), run(52, 270.0, 0.90)], 260.0)
+    record |= {"recipe": "transformer", "cpus": 2, "machine": "x86_64", "ratio": 0.5}
+    record["against"] = side("b35c8c7" + "0" * 33, [run(42, 500.0, 0.89), run(52, 540.0, 0.90)], 520.0)
+    record["unseen_validation"] = {"delta": -0.005, "ci95": {"lo": -0.012, "hi": 0.002}, "n": 862, "verdict": "level"}
+    path = tmp_path / "recipe_time.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    made = speed.recipe_time_block(path)
+    lines = made.splitlines()
+    table = [line for line in lines if line.startswith(("| `b35c8c7` |", "| this commit |"))]
+    assert [line.split(" | ")[1:3] for line in table] == [["42", "500"], ["52", "540"], ["42", "250"], ["52", "270"]]
+    assert "| `b35c8c7`, median / mean |  | 520 | 0.9000 | 0.8950 | 0.9100 |" in lines
+    assert lines[-1].startswith("Median time, this commit over `b35c8c7`: **0.50x**.")
+    assert lines[-1].endswith(
+        "-0.0050 [-0.0120, +0.0020] (95% paired bootstrap over the 862 unseen reviews, "
+        "each review's answers from every seed resampled together): **level**."
+    )
+    path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("against", "unseen_validation")}))
+    assert speed.recipe_time_block(path) is None  # a run without --against: nothing to compare
+    assert speed.recipe_time_block(tmp_path / "missing.json") is None
 
 
 def test_the_predict_example_is_left_as_committed_without_a_model_and_must_show_its_command(tmp_path):

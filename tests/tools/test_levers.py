@@ -4,12 +4,14 @@ from scratchformer.render.markdown import block
 from tools.docs.levers import lever_records, levers_table, read_record, resplit_table, update_levers
 
 
-def exp(name, val, test, epochs=7, distill=0.0, split=None, seed=42, nblr=(0.92, 0.93), best_epoch=None):
+def exp(name, val, test, epochs=7, distill=0.0, split=None, seed=42, nblr=(0.92, 0.93), best_epoch=None, unseen=None):
     """One experiment as ``dvc exp show --json`` nests it (only the keys the levers read)."""
     data = {"split": split, "resplit": split is not None}
     params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}}
     metrics = {
-        "metrics/eval.json": {"data": {"validation": {"accuracy": val}, "test": {"accuracy": test}}},
+        "metrics/eval.json": {
+            "data": {"validation": {"accuracy": val, "unseen": {"accuracy": unseen}}, "test": {"accuracy": test}}
+        },
         "metrics/train.json": {"data": {"best_epoch": best_epoch or epochs, "nb_train_accuracy": 0.99}},
         "metrics/pretrain.json": {"data": {"pretrain": {"epochs": 0, "masked_accuracy": 0.05}}},
         "metrics/baseline.json": {
@@ -27,8 +29,8 @@ def sweep():
     return exp_show(
         exp("tf1-s42", 0.90, 0.91, seed=42),
         exp("tf1-s52", 0.90, 0.92, seed=52),
-        exp("kd-s42", 0.93, 0.93, distill=0.5, seed=42),
-        exp("kd-s52", 0.93, 0.95, distill=0.5, seed=52, best_epoch=5),
+        exp("kd-s42", 0.93, 0.93, distill=0.5, seed=42, unseen=0.91),
+        exp("kd-s52", 0.93, 0.95, distill=0.5, seed=52, best_epoch=5, unseen=0.92),
         exp("rs-kd-s52", 0.91, 0.94, distill=0.5, split=[0.8, 0.1, 0.1], seed=52, nblr=(0.92, 0.93)),
         exp("other", 0.99, 0.99),  # not named like a lever: left out
     )
@@ -91,7 +93,7 @@ def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
 
     records = lever_records(experiments(sweep()))
     line = recipe_line(records, "transformer", {"train.epochs": 7, "nb.distill": 0.5, "train.ensemble": 1})
-    assert "over seeds 42, 52: validation 0.9300 ± 0.0000, test 0.9400 ± 0.0141" in line
+    assert "over seeds 42, 52: validation 0.9300 ± 0.0000, test 0.9400 ± 0.0141, unseen validation 0.9150 ± " in line
     assert line.endswith("against NB-LR's 0.9200 / 0.9300: above NB-LR on both splits.")
     one = recipe_line(
         [r for r in records if r["seed"] == 42],
@@ -100,7 +102,7 @@ def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
     )
     assert "over seed 42: validation 0.9300, test " in one
     below = recipe_line(records, "tf", {"train.epochs": 7})
-    assert "test 0.9150 ± 0.0071" in below and below.endswith("not above NB-LR on both splits.")
+    assert "test 0.9150 ± 0.0071 against" in below and below.endswith("not above NB-LR on both splits.")  # no unseen
     assert "no recorded runs" in recipe_line(records, "x", {"train.epochs": 9})
 
 
@@ -143,3 +145,47 @@ def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_ti
     assert timing_sentence(timing, "transformer", {**recipe, "train.epochs": 12}) == ""  # timed before a change
     assert timing_sentence(timing, "best", recipe) == ""
     assert "recipe_time" not in recipe_line(records, "transformer", recipe, None)
+
+
+def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tmp_path):
+    from tools.docs.levers import paired_block
+
+    def run(seed, unseen):
+        return {"seed": seed, "validation_accuracy": 0.9, "validation_unseen_accuracy": unseen, "test_accuracy": 0.91}
+
+    def side(*runs):
+        means = {"validation_accuracy": 0.9, "test_accuracy": 0.91}
+        return {
+            **means,
+            "validation_unseen_accuracy": sum(r["validation_unseen_accuracy"] for r in runs) / 2,
+            "runs": list(runs),
+        }
+
+    record = {
+        "set": ["data.label_issues=drop"],
+        "base": [],
+        "seeds": [42, 43],
+        "commit": "abcdef0" + "0" * 33,
+        "control": side(run(42, 0.85), run(43, 0.86)),
+        "lever_runs": side(run(42, 0.84), run(43, 0.83)),
+        "unseen_validation": {"delta": -0.02, "ci95": {"lo": -0.03, "hi": -0.01}, "n": 862, "verdict": "below"},
+    }
+    path = tmp_path / "drop.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    lines = paired_block(path).splitlines()
+    assert lines[0].startswith(
+        "Measured by `benchmarks/lever.py` at commit `abcdef0`: `data.label_issues=drop` against"
+    )
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ")][1:]
+    assert [(c[0], c[1], c[3]) for c in cells[:4]] == [
+        ("control", "42", "0.8500"),
+        ("control", "43", "0.8600"),
+        ("`data.label_issues=drop`", "42", "0.8400"),
+        ("`data.label_issues=drop`", "43", "0.8300"),
+    ]
+    assert cells[4][3] == "0.8550" and cells[5][3] == "0.8350"
+    assert lines[-1].startswith(
+        "Unseen validation accuracy, mean over the seeds, with minus without: -0.0200 [-0.0300, -0.0100]"
+    )
+    assert lines[-1].endswith(": **below**.")
+    assert paired_block(tmp_path / "none.json") is None

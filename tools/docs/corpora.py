@@ -252,8 +252,16 @@ def corpus_table(runs: list[dict], baselines: list[dict]) -> str:
     return markdown.table(header, rows)
 
 
-def corpora_block(record: dict[str, list[dict]]) -> str:
-    """Per corpus and way of splitting it, a heading line and its :func:`corpus_table`."""
+HEADLINE = ("default", "products-default", "transformer", "best")  # the runs the README's table shows
+
+
+def corpora_block(record: dict[str, list[dict]], only: tuple[str, ...] | None = None) -> str:
+    """Per corpus and way of splitting it, a heading line and its :func:`corpus_table`.
+
+    ``only``: the run names (seeds pooled) to show, e.g. :data:`HEADLINE`; every baseline stays.
+    """
+    if only is not None:
+        record = {**record, "runs": [r for r in record["runs"] if SEED.sub("", r["name"]) in only]}
     tables: dict[tuple, tuple[list, list]] = {}
     for kind in ("runs", "baselines"):
         for entry in record[kind]:

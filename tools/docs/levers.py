@@ -29,6 +29,7 @@ CONTROL = "tf1"  # the lever the others are measured against: the recipe without
 KEPT = {  # what a lever's record keeps of its experiment
     "val": "eval:validation.accuracy",
     "test": "eval:test.accuracy",
+    "val_unseen": "eval:validation.unseen.accuracy",  # absent from runs made before evaluate scored it
     "nblr_val": "baseline:nblr.validation.accuracy",
     "nblr_test": "baseline:nblr.test.accuracy",
     "best_epoch": "train:best_epoch",
@@ -239,12 +240,61 @@ def recipe_line(records: list[dict], name: str, recipe: dict[str, Any], timing: 
     if not runs:
         return f"The {link} has no recorded runs yet (`python -m tools.docs.report levers` records them)."
     val, test = [r["val"] for r in runs], [r["test"] for r in runs]
+    unseen = [r["val_unseen"] for r in runs if r.get("val_unseen") is not None]
     nblr_val, nblr_test = runs[0]["nblr_val"], runs[0]["nblr_test"]
     above = statistics.fmean(val) >= nblr_val and statistics.fmean(test) >= nblr_test
     verdict = "above NB-LR on both splits" if above else "not above NB-LR on both splits"
+    also = f", unseen validation {_stats(unseen)}" if len(unseen) == len(runs) else ""
     return (
         f"One Transformer alone, the {link} (no NB member, no ensemble at inference), over "
         f"{'seed' if len(runs) == 1 else 'seeds'} {_seeds(runs)}: "
-        f"validation {_stats(val)}, test {_stats(test)} "
+        f"validation {_stats(val)}, test {_stats(test)}{also} "
         f"against NB-LR's {nblr_val:.4f} / {nblr_test:.4f}: {verdict}."
     ) + timing_sentence(timing, name, recipe)
+
+
+PAIRED = Path("benchmarks/results/levers")
+
+
+def paired_block(path: Path) -> str | None:
+    """What ``benchmarks/lever.py`` measured: each seed's control and lever, then the paired verdict.
+
+    None before the benchmark has written ``path``.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    settings = ", ".join(f"`{s}`" for s in record["set"])
+    base = ", ".join(f"`{s}`" for s in record["base"]) or "params.yaml as committed"
+    header = ["run", "seed", "validation", "unseen validation", "test"]
+    rows = [
+        [
+            label,
+            str(run["seed"]),
+            f"{run['validation_accuracy']:.4f}",
+            f"{run['validation_unseen_accuracy']:.4f}",
+            f"{run['test_accuracy']:.4f}",
+        ]
+        for label, side in (("control", record["control"]), (settings, record["lever_runs"]))
+        for run in side["runs"]
+    ]
+    rows += [
+        [
+            f"{label}, mean",
+            "",
+            f"{side['validation_accuracy']:.4f}",
+            f"{side['validation_unseen_accuracy']:.4f}",
+            f"{side['test_accuracy']:.4f}",
+        ]
+        for label, side in (("control", record["control"]), (settings, record["lever_runs"]))
+    ]
+    compared = record["unseen_validation"]
+    ci = compared["ci95"]
+    return (
+        f"Measured by `benchmarks/lever.py` at commit `{record['commit'][:7]}`: {settings} against the same "
+        f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.\n\n"
+        f"{markdown.table(header, rows)}\n\n"
+        f"Unseen validation accuracy, mean over the seeds, with minus without: {compared['delta']:+.4f} "
+        f"[{ci['lo']:+.4f}, {ci['hi']:+.4f}] (95% paired bootstrap over the {compared['n']} unseen reviews, "
+        f"each review's answers from every seed resampled together): **{compared['verdict']}**."
+    )

@@ -106,10 +106,16 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return speed.peers_block(src.root / speed.RESULTS)
     if name == "profile":
         return speed.profile_block(src.root / speed.PROFILE)
+    if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever
+        return levers.paired_block(src.root / levers.PAIRED / f"{name.removeprefix('lever-')}.json")
+    if name == "recipe-time":  # before `recipe-`: the two commits' runs of the `transformer` recipe
+        return speed.recipe_time_block(src.root / speed.RECIPE_TIME)
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name.startswith("corpus-"):  # corpus-online-shopping: the files in recipes/corpora/
         return corpora.recipe_block(name.removeprefix("corpus-"), src.root / "recipes")
+    if name == "corpora-headline":  # the README's: the default and recipe runs of each corpus, and the baselines
+        return corpora.corpora_block(corpora.read_record(src.root / corpora.RECORD), corpora.HEADLINE)
     if name == "corpora":  # both corpora, from their record (`python -m tools.docs.corpora record` adds to it)
         return corpora.corpora_block(corpora.read_record(src.root / corpora.RECORD))
     if name == "headline":

@@ -102,3 +102,57 @@ def profile_block(path: Path = PROFILE) -> str | None:
         for name in runs[0]["before_training"]
     ]
     return f"{intro}\n\n{markdown.table(header, rows + before)}"
+
+
+RECIPE_TIME = Path("benchmarks/results/recipe_time.json")
+
+
+def recipe_time_block(path: Path = RECIPE_TIME) -> str | None:
+    """Each seed's time and accuracies at HEAD and at the commit it ran against, then the ratio and verdict.
+
+    None before ``benchmarks/recipe_time.py --against`` has written a record of several seeds.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    earlier, compared = record.get("against"), record.get("unseen_validation")
+    if not earlier or not compared or "runs" not in record:
+        return None
+    sides = [(f"`{earlier['commit'][:7]}`", earlier), ("this commit", record)]
+    header = ["recipe as at", "seed", "seconds", "validation", "unseen validation", "test"]
+    rows = [
+        [
+            label,
+            str(run["seed"]),
+            f"{run['seconds']:.0f}",
+            f"{run['validation_accuracy']:.4f}",
+            f"{run['validation_unseen_accuracy']:.4f}",
+            f"{run['test_accuracy']:.4f}",
+        ]
+        for label, side in sides
+        for run in side["runs"]
+    ]
+    rows += [
+        [
+            f"{label}, median / mean",
+            "",
+            f"{side['seconds']:.0f}",
+            f"{side['validation_accuracy']:.4f}",
+            f"{side['validation_unseen_accuracy']:.4f}",
+            f"{side['test_accuracy']:.4f}",
+        ]
+        for label, side in sides
+    ]
+    ci = compared["ci95"]
+    intro = (
+        f"Measured by `benchmarks/recipe_time.py --against {earlier['commit'][:7]}` on {record['cpus']} "
+        f"{record['machine']} CPU cores: the `{record['recipe']}` recipe from a fresh clone with an empty DVC cache, "
+        "each seed at the earlier commit then at this one."
+    )
+    verdict = (
+        f"Median time, this commit over `{earlier['commit'][:7]}`: **{record['ratio']:.2f}x**. Unseen validation "
+        f"accuracy, mean over the seeds, this commit minus `{earlier['commit'][:7]}`: {compared['delta']:+.4f} "
+        f"[{ci['lo']:+.4f}, {ci['hi']:+.4f}] (95% paired bootstrap over the {compared['n']} unseen reviews, "
+        f"each review's answers from every seed resampled together): **{compared['verdict']}**."
+    )
+    return f"{intro}\n\n{markdown.table(header, rows)}\n\n{verdict}"

@@ -1,0 +1,109 @@
+"""One lever against the configuration it changes, seed by seed, on unseen validation reviews.
+
+A lever's effect is a difference of two accuracies, each measured with seed noise and
+sampling noise. This benchmark measures it the way the docs call a difference "level" or
+not: in one fresh clone of HEAD (its own DVC cache, so stages the two runs share run once),
+for each seed, ``dvc exp run`` of the control (``-S`` settings of ``--base``, if any) and of
+the lever (the same plus ``--set``); each run's exported model answers every validation
+review (:func:`recipe_time.validation_answers`), and the two sides are compared on the
+reviews whose text is not in train with a paired bootstrap over reviews, every seed's
+answer to a review resampled with it
+(:func:`scratchformer.analysis.scoring.paired_bootstrap`): "above" or "below" where the
+95% interval excludes 0, else "level".
+
+    python benchmarks/lever.py --set data.label_issues=drop [--base KEY=VALUE …] [--seeds 42 43 44]
+        [--name label-drop] [--keep]
+
+The experiments are named ``<name>-control-s<seed>`` and ``<name>-s<seed>``; ``--keep``
+fetches them into this repository. Writes ``benchmarks/results/levers/<name>.json``.
+Run it on an otherwise idle machine only if the times matter; the accuracies do not
+depend on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from scratchformer.config import load_params
+from scratchformer.files import write_json
+
+HERE = Path(__file__).parent
+OUT = HERE / "results" / "levers"
+_spec = importlib.util.spec_from_file_location("recipe_time", HERE / "recipe_time.py")
+recipe_time = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(recipe_time)
+
+
+def run_side(clone: Path, env: dict[str, str], name: str, settings: list[str]) -> tuple[dict, dict[str, np.ndarray]]:
+    """``dvc exp run -n name`` with ``settings`` in ``clone``; its time, accuracies and validation answers."""
+    command = ["dvc", "exp", "run", "-n", name, *(a for s in settings for a in ("-S", s))]
+    subprocess.run(["git", "checkout", "-q", "--", "params.yaml"], cwd=clone, check=True)  # the last run's params
+    record, answers = recipe_time.timed_run(clone, env, command)
+    return {"name": name, "settings": settings, **record}, answers
+
+
+def side_summary(runs: list[dict]) -> dict:
+    """Mean accuracies over the seeds, with the seeds' own runs."""
+    keys = ("validation_accuracy", "test_accuracy", "validation_unseen_accuracy")
+    return {**{k: statistics.fmean(r[k] for r in runs) for k in keys}, "runs": runs}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--set", nargs="+", required=True, metavar="KEY=VALUE", help="the lever's settings")
+    parser.add_argument("--base", nargs="*", default=[], metavar="KEY=VALUE", help="settings both sides share")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44], help="(default: %(default)s)")
+    parser.add_argument("--name", help="the lever's name (default: from --set)")
+    parser.add_argument("--keep", action="store_true", help="fetch the experiments into this repository")
+    args = parser.parse_args(argv)
+    name = args.name or "-".join(s.replace("=", "-").replace(".", "-").replace("_", "-") for s in args.set)
+    inputs = recipe_time.local_inputs(load_params(Path("params.yaml")))
+    runs: dict[str, list] = {"control": [], "lever": []}
+    answers: dict[str, list] = {"control": [], "lever": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        clone = Path(tmp) / "clone"
+        subprocess.run(["git", "clone", "-q", ".", str(clone)], check=True)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, check=True, capture_output=True, text=True)
+        for folder in inputs:
+            (clone / folder).parent.mkdir(parents=True, exist_ok=True)
+            (clone / folder).symlink_to(Path(folder).resolve(), target_is_directory=True)
+        env = {**os.environ, "PYTHONPATH": str(clone / "src")}
+        for seed in args.seeds:
+            for side, extra, label in (("control", [], f"{name}-control"), ("lever", args.set, name)):
+                settings = [*args.base, *extra, f"seed={seed}"]
+                record, answered = run_side(clone, env, f"{label}-s{seed}", settings)
+                runs[side].append({"seed": seed, **record})
+                answers[side].append(answered)
+                print(json.dumps(runs[side][-1]), flush=True)
+        if args.keep:
+            recipe_time.keep_experiments(clone)
+    result = {
+        "lever": name,
+        "set": args.set,
+        "base": args.base,
+        "seeds": args.seeds,
+        "commit": commit.stdout.strip(),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "control": side_summary(runs["control"]),
+        "lever_runs": side_summary(runs["lever"]),
+        "unseen_validation": recipe_time.compared(answers["lever"], answers["control"]),
+    }
+    write_json(OUT / f"{name}.json", result)
+    print(json.dumps({k: v for k, v in result.items() if k not in ("control", "lever_runs")}, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
