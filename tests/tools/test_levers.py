@@ -4,9 +4,21 @@ from scratchformer.render.markdown import block
 from tools.docs.levers import lever_records, levers_table, read_record, resplit_table, update_levers
 
 
-def exp(name, val, test, epochs=7, distill=0.0, split=None, seed=42, nblr=(0.92, 0.93), best_epoch=None, unseen=None):
+def exp(
+    name,
+    val,
+    test,
+    epochs=7,
+    distill=0.0,
+    split=None,
+    seed=42,
+    nblr=(0.92, 0.93),
+    best_epoch=None,
+    unseen=None,
+    source=None,
+):
     """One experiment as ``dvc exp show --json`` nests it (only the keys the levers read)."""
-    data = {"split": split, "resplit": split is not None}
+    data = {"split": split, "resplit": split is not None} | ({"source": source} if source else {})
     params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}}
     metrics = {
         "metrics/eval.json": {
@@ -33,6 +45,7 @@ def sweep():
         exp("kd-s52", 0.93, 0.95, distill=0.5, seed=52, best_epoch=5, unseen=0.92),
         exp("rs-kd-s52", 0.91, 0.94, distill=0.5, split=[0.8, 0.1, 0.1], seed=52, nblr=(0.92, 0.93)),
         exp("other", 0.99, 0.99),  # not named like a lever: left out
+        exp("products-default-s42", 0.94, 0.95, source="online-shopping"),  # another corpus: left out
     )
 
 
