@@ -176,6 +176,7 @@ def timed_run(clone: Path, env: dict[str, str], command: list[str]) -> tuple[dic
         "validation_unseen_accuracy": float(unseen.mean()),
         "validation_unseen_n": int(unseen.size),
         "validation_right": bits(answers["right"]),  # every validation review in row order: the comparison's input
+        "validation_seen": bits(answers["seen"]),  # which of them this run's train holds
     }, answers
 
 
@@ -196,12 +197,17 @@ def summary(runs: list[dict]) -> dict:
 
 
 def compared(now: list[dict[str, np.ndarray]], earlier: list[dict[str, np.ndarray]]) -> dict:
-    """HEAD's unseen validation accuracy over the seeds minus REV's, with its paired interval and verdict."""
-    seen = now[0]["seen"]
-    if any((a["seen"] != seen).any() for a in [*now, *earlier]):
-        raise RuntimeError("the two commits split validation differently: their unseen reviews cannot be paired")
-    a = np.stack([r["right"][~seen] for r in now])
-    b = np.stack([r["right"][~seen] for r in earlier])
+    """HEAD's unseen validation accuracy over the seeds minus REV's, with its paired interval and verdict.
+
+    The reviews compared are those in no run's train: the same reviews for both sides even
+    where a run's train differs (a lever that drops train reviews makes some validation texts
+    unseen for it alone). The validation splits themselves must hold the same reviews.
+    """
+    if len({len(r["right"]) for r in [*now, *earlier]}) != 1:
+        raise RuntimeError("the runs' validation splits differ in size: their answers cannot be paired")
+    unseen = ~np.any([r["seen"] for r in [*now, *earlier]], axis=0)
+    a = np.stack([r["right"][unseen] for r in now])
+    b = np.stack([r["right"][unseen] for r in earlier])
     result = paired_bootstrap(a, b, BOOTSTRAP_SEED)
     lo, hi = result["ci95"]["lo"], result["ci95"]["hi"]
     return {**result, "n": int(a.shape[1]), "verdict": "above" if lo > 0 else "below" if hi < 0 else "level"}
