@@ -53,7 +53,7 @@ def exp_show(*exps):
 def sweep():
     return exp_show(
         exp("tf-s42", 0.90, 0.91, seed=42),
-        exp("tf-s52", 0.92, 0.93, seed=52),
+        exp("tf-c0ffee1-s52", 0.92, 0.93, seed=52),  # a run named after its commit too: still `tf`
         exp("wide-s42", 0.93, 0.94, seed=42),  # same corpus, settings and seed as tf-s42: its baselines again
         exp("products-default-s42", 0.95, 0.96, data=PRODUCTS, nblr=0.94, delta=(0.012, 0.004, 0.02), n=(4489, 4490)),
     )
@@ -73,7 +73,7 @@ def test_experiments_are_recorded_per_corpus_and_the_baselines_once_per_corpus_s
     runs, baselines = corpora.gathered(experiments(sweep()))
     assert [(r["corpus"], r["name"]) for r in runs] == [
         ("ChnSentiCorp", "tf-s42"),
-        ("ChnSentiCorp", "tf-s52"),
+        ("ChnSentiCorp", "tf-c0ffee1-s52"),
         ("ChnSentiCorp", "wide-s42"),
         ("online-shopping", "products-default-s42"),
     ]  # the commit itself is not a run
@@ -133,13 +133,14 @@ def test_the_record_keeps_runs_whose_experiments_are_gone(tmp_path):
     later = exp_show(exp("tf-s62", 0.94, 0.95, seed=62), exp("tf-s42", 0.89, 0.90, seed=42))  # another clone
     kept = corpora.merge(record, *corpora.gathered(experiments(later)))
     assert [r["name"] for r in json.loads(record.read_text())["runs"]] == [
+        "tf-c0ffee1-s52",
         "tf-s42",
-        "tf-s52",
         "tf-s62",
         "wide-s42",
         "products-default-s42",
     ]
-    assert kept["runs"][0]["validation"]["all"]["accuracy"] == 0.89  # recorded again: the new run replaces it
+    (again,) = [r for r in kept["runs"] if r["name"] == "tf-s42"]
+    assert again["validation"]["all"]["accuracy"] == 0.89  # recorded again: the new run replaces it
     assert tables(corpora.corpora_block(kept))["ChnSentiCorp"][1][0][:2] == ["`tf`", "42, 52, 62"]
 
 

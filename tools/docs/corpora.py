@@ -39,7 +39,9 @@ PAGE = Path("docs/results.md")
 BLOCK = "corpora"
 SPLIT_KEYS = ("split", "resplit", "drop_empty", "dedupe", "label_issues", "label_issues_n")  # data.<key>
 DATA_DEFAULTS = {f.name: f.default for f in dataclasses.fields(DataConfig)}  # what a params file without the key means
-SEED = re.compile(r"-s\d+$")  # `products-default-s42`: seed 42 of the run `products-default`
+# `products-default-s42`: seed 42 of the run `products-default`; `transformer-5a1de06-s42`
+# (benchmarks/recipe_time.py names a run after its commit too): seed 42 of `transformer`.
+SEED = re.compile(r"(-[0-9a-f]{7})?-s\d+$")
 SPLITS = ("validation", "test")
 SHORT_NAMES = {"baseline": "TF-IDF LR", "svm": "SVM", "nblr": "NB-LR"}  # the baselines in the comparison column
 
