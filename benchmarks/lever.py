@@ -27,16 +27,17 @@ import importlib.util
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from scratchformer.config import load_params
 from scratchformer.files import write_json
+from scratchformer.reporting import recipes
 
 HERE = Path(__file__).parent
 OUT = HERE / "results" / "levers"
@@ -55,8 +56,13 @@ def run_side(clone: Path, env: dict[str, str], name: str, settings: list[str]) -
 
 def side_summary(runs: list[dict]) -> dict:
     """Mean accuracies over the seeds, with the seeds' own runs."""
-    keys = ("validation_accuracy", "test_accuracy", "validation_unseen_accuracy")
-    return {**{k: statistics.fmean(r[k] for r in runs) for k in keys}, "runs": runs}
+    return {**recipe_time.mean_accuracies(runs), "runs": runs}
+
+
+def inputs_for(settings: list[str]) -> list[str]:
+    """The local input folders the runs read: params.yaml's, with ``settings`` (``KEY=VALUE``) on top."""
+    overrides = {key: yaml.safe_load(value) for key, value in (s.split("=", 1) for s in settings)}
+    return recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), overrides))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -68,16 +74,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--keep", action="store_true", help="fetch the experiments into this repository")
     args = parser.parse_args(argv)
     name = args.name or "-".join(s.replace("=", "-").replace(".", "-").replace("_", "-") for s in args.set)
-    inputs = recipe_time.local_inputs(load_params(Path("params.yaml")))
+    inputs = inputs_for([*args.base, *args.set])
     runs: dict[str, list] = {"control": [], "lever": []}
     answers: dict[str, list] = {"control": [], "lever": []}
     with tempfile.TemporaryDirectory() as tmp:
-        clone = Path(tmp) / "clone"
-        subprocess.run(["git", "clone", "-q", ".", str(clone)], check=True)
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, check=True, capture_output=True, text=True)
-        for folder in inputs:
-            (clone / folder).parent.mkdir(parents=True, exist_ok=True)
-            (clone / folder).symlink_to(Path(folder).resolve(), target_is_directory=True)
+        clone, commit = recipe_time.fresh_clone(Path(tmp), "HEAD", inputs)
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}
         for seed in args.seeds:
             for side, extra, label in (("control", [], f"{name}-control"), ("lever", args.set, name)):
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> dict:
         "set": args.set,
         "base": args.base,
         "seeds": args.seeds,
-        "commit": commit.stdout.strip(),
+        "commit": commit,
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
         "control": side_summary(runs["control"]),

@@ -87,6 +87,24 @@ def bits(flags: np.ndarray) -> str:
     return "".join("1" if f else "0" for f in flags)
 
 
+def fresh_clone(folder: Path, rev: str, inputs: list[str]) -> tuple[Path, str]:
+    """This repository cloned into ``folder/clone`` at ``rev``, the ``inputs`` linked in; the clone and its commit."""
+    clone = folder / "clone"
+    subprocess.run(["git", "clone", "-q", ".", str(clone)], check=True)
+    subprocess.run(["git", "checkout", "-q", rev], cwd=clone, check=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, check=True, capture_output=True, text=True)
+    for name in inputs:
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        (clone / name).symlink_to(Path(name).resolve(), target_is_directory=True)
+    return clone, commit.stdout.strip()
+
+
+def mean_accuracies(runs: list[dict]) -> dict[str, float]:
+    """The runs' mean validation, test and unseen validation accuracy."""
+    keys = ("validation_accuracy", "test_accuracy", "validation_unseen_accuracy")
+    return {key: statistics.fmean(r[key] for r in runs) for key in keys}
+
+
 def local_inputs(params: Params) -> list[str]:
     """The inputs named in params that exist here as folders inside the repository."""
     names = [params.data.source, params.tokenizer.name]
@@ -141,23 +159,17 @@ def time_recipe(
     Returns the run's record and its validation answers (:func:`validation_answers`).
     """
     with tempfile.TemporaryDirectory() as tmp:
-        clone = Path(tmp) / "clone"
-        subprocess.run(["git", "clone", "-q", ".", str(clone)], check=True)
-        subprocess.run(["git", "checkout", "-q", rev], cwd=clone, check=True)
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, check=True, capture_output=True, text=True)
-        for folder in inputs:
-            (clone / folder).parent.mkdir(parents=True, exist_ok=True)
-            (clone / folder).symlink_to(Path(folder).resolve(), target_is_directory=True)
+        clone, commit = fresh_clone(Path(tmp), rev, inputs)
         recipe = recipes.settings(recipes.load(name, clone / "recipes"))  # the recipe as that commit's docs print it
         data = recipes.settings(recipes.load(f"corpora/{corpus}", clone / "recipes")) if corpus else []
         settings = [*recipe, *data, f"seed={seed}"]
-        short = commit.stdout.strip()[:7]  # in the name: the same recipe at two commits is two experiments
+        short = commit[:7]  # in the name: the same recipe at two commits is two experiments
         command = ["dvc", "exp", "run", "-n", f"{name}-{short}-s{seed}", *(a for s in settings for a in ("-S", s))]
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}  # the clone's code, whatever is installed
         record, answers = timed_run(clone, env, command)
         if keep:
             keep_experiments(clone)
-    extra = {"settings": recipe, "corpus": corpus, "commit": commit.stdout.strip(), "seed": seed}
+    extra = {"settings": recipe, "corpus": corpus, "commit": commit, "seed": seed}
     return extra | record, answers  # the docs quote the time only while the recipe still says `settings`
 
 
@@ -188,10 +200,7 @@ def summary(runs: list[dict]) -> dict:
         "commit": first["commit"],
         "seeds": [r["seed"] for r in runs],
         "seconds": statistics.median(r["seconds"] for r in runs),
-        **{
-            key: statistics.fmean(r[key] for r in runs)
-            for key in ("validation_accuracy", "test_accuracy", "validation_unseen_accuracy")
-        },
+        **mean_accuracies(runs),
         "runs": runs,
     }
 

@@ -128,6 +128,36 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     assert kept == names  # --keep: each commit's runs under names of their own, not DVC's state
 
 
+def test_recipe_time_on_a_corpus_adds_its_data_keys_and_writes_a_record_of_its_own(tmp_path, monkeypatch):
+    bin_dir = fake_dvc(
+        tmp_path,
+        monkeypatch,
+        "(pathlib.Path(sys.argv[0]).parent / 'argv.txt').write_text(' '.join(sys.argv[1:]))\n"
+        "pathlib.Path('metrics').mkdir(exist_ok=True)\n"
+        "score = {'accuracy': 1}\n"
+        "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': score, 'test': score}))\n",
+    )
+    repo = tmp_path / "repo"
+    (repo / "recipes" / "corpora").mkdir(parents=True)
+    (repo / "recipes" / "fast.yaml").write_text("train.epochs: 2\n")
+    (repo / "recipes" / "corpora" / "shop.yaml").write_text("data.drop_empty: true\n")
+    (repo / "params.yaml").write_text("{}\n")
+    monkeypatch.chdir(repo)
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "r"], check=True)
+    recipe_time = load("recipe_time")
+    right = {"right": np.ones(4, dtype=bool), "seen": np.zeros(4, dtype=bool)}
+    monkeypatch.setattr(recipe_time, "validation_answers", lambda clone, env: right)
+    monkeypatch.setattr(recipe_time, "OUT", tmp_path / "recipe_time.json")
+    monkeypatch.setattr("sys.argv", ["recipe_time.py", "--recipe", "fast", "--corpus", "shop"])
+    recipe_time.main()
+    argv = (bin_dir / "argv.txt").read_text()
+    assert argv.endswith("-S train.epochs=2 -S data.drop_empty=true -S seed=42")  # the recipe, then the corpus
+    record = json.loads((tmp_path / "recipe_time-shop.json").read_text())
+    assert record["corpus"] == "shop" and not (tmp_path / "recipe_time.json").exists()
+
+
 def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unseen_answers(tmp_path, monkeypatch):
     """A stand-in `dvc` records each run's settings; the lever misses two unseen reviews on every seed."""
     bin_dir = fake_dvc(
@@ -148,6 +178,9 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
     subprocess.run(["git", "add", "-A"], check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"], check=True)
     lever = load("lever")
+    (repo / "shop").mkdir()
+    assert lever.inputs_for(["data.source=shop", "data.drop_empty=true"]) == ["shop"]  # a --base corpus is linked
+    assert lever.inputs_for(["train.epochs=1"]) == []  # params.yaml's hub ids are no folders here
 
     def answers(clone, env):
         dropped = json.loads((clone / "metrics" / "eval.json").read_text())["validation"]["accuracy"] == 0.8

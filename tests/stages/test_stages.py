@@ -231,6 +231,9 @@ def test_evaluate_scores_the_unseen_part_and_compares_with_the_best_baseline(tmp
         assert versus["delta"] == (right - 30) / 30
         assert versus["ci95"]["lo"] <= versus["delta"] <= versus["ci95"]["hi"] <= 0
     assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(result))
+    confusion = json.loads((tmp_path / "c" / "validation.json").read_text())
+    assert sum(c["support"] for c in confusion["per_class"].values()) == 40  # beside the counts they come from
+    assert "per_class" not in result["validation"]  # not in the metrics: dvc exp show stays narrow
     evaluate.run(params, *paths, tmp_path / "again.json", tmp_path / "c")
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "m.json").read_bytes()  # byte-identical rerun
 

@@ -256,6 +256,34 @@ def recipe_line(records: list[dict], name: str, recipe: dict[str, Any], timing: 
 
 
 PAIRED = Path("benchmarks/results/levers")
+ACCURACIES = ("validation_accuracy", "validation_unseen_accuracy", "test_accuracy")
+
+
+def paired_table(first: str, sides: list[tuple[str, dict]], mean: str = "mean", seconds: bool = False) -> str:
+    """Each side's runs (seed, [seconds,] accuracies), then a ``<label>, <mean>`` row per side.
+
+    ``sides``: (label, record) with ``runs`` and the means over them, as benchmarks/recipe_time.py
+    and benchmarks/lever.py write them; ``first``: the first column's header.
+    """
+    header = [first, "seed", *(["seconds"] if seconds else []), "validation", "unseen validation", "test"]
+
+    def row(label: str, seed: str, values: dict) -> list[str]:
+        time = [f"{values['seconds']:.0f}"] if seconds else []
+        return [label, seed, *time, *(f"{values[key]:.4f}" for key in ACCURACIES)]
+
+    rows = [row(label, str(run["seed"]), run) for label, side in sides for run in side["runs"]]
+    rows += [row(f"{label}, {mean}", "", side) for label, side in sides]
+    return markdown.table(header, rows)
+
+
+def paired_verdict(compared: dict, difference: str) -> str:
+    """The paired comparison on unseen validation as a sentence: ``difference``, interval, verdict."""
+    ci = compared["ci95"]
+    return (
+        f"Unseen validation accuracy, mean over the seeds, {difference}: {compared['delta']:+.4f} "
+        f"[{ci['lo']:+.4f}, {ci['hi']:+.4f}] (95% paired bootstrap over the {compared['n']} unseen reviews, "
+        f"each review's answers from every seed resampled together): **{compared['verdict']}**."
+    )
 
 
 def paired_block(path: Path) -> str | None:
@@ -268,35 +296,9 @@ def paired_block(path: Path) -> str | None:
     record = json.loads(path.read_text(encoding="utf-8"))
     settings = ", ".join(f"`{s}`" for s in record["set"])
     base = ", ".join(f"`{s}`" for s in record["base"]) or "params.yaml as committed"
-    header = ["run", "seed", "validation", "unseen validation", "test"]
-    rows = [
-        [
-            label,
-            str(run["seed"]),
-            f"{run['validation_accuracy']:.4f}",
-            f"{run['validation_unseen_accuracy']:.4f}",
-            f"{run['test_accuracy']:.4f}",
-        ]
-        for label, side in (("control", record["control"]), (settings, record["lever_runs"]))
-        for run in side["runs"]
-    ]
-    rows += [
-        [
-            f"{label}, mean",
-            "",
-            f"{side['validation_accuracy']:.4f}",
-            f"{side['validation_unseen_accuracy']:.4f}",
-            f"{side['test_accuracy']:.4f}",
-        ]
-        for label, side in (("control", record["control"]), (settings, record["lever_runs"]))
-    ]
-    compared = record["unseen_validation"]
-    ci = compared["ci95"]
+    table = paired_table("run", [("control", record["control"]), (settings, record["lever_runs"])])
     return (
         f"Measured by `benchmarks/lever.py` at commit `{record['commit'][:7]}`: {settings} against the same "
         f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.\n\n"
-        f"{markdown.table(header, rows)}\n\n"
-        f"Unseen validation accuracy, mean over the seeds, with minus without: {compared['delta']:+.4f} "
-        f"[{ci['lo']:+.4f}, {ci['hi']:+.4f}] (95% paired bootstrap over the {compared['n']} unseen reviews, "
-        f"each review's answers from every seed resampled together): **{compared['verdict']}**."
+        f"{table}\n\n{paired_verdict(record['unseen_validation'], 'with minus without')}"
     )

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from scratchformer.render import markdown
+from tools.docs import levers
 
 RESULTS = Path("benchmarks/results/peers.json")
 PEERS = {"bert": "BERT", "torch": "`nn.TransformerEncoder`"}
@@ -118,41 +119,14 @@ def recipe_time_block(path: Path = RECIPE_TIME) -> str | None:
     earlier, compared = record.get("against"), record.get("unseen_validation")
     if not earlier or not compared or "runs" not in record:
         return None
-    sides = [(f"`{earlier['commit'][:7]}`", earlier), ("this commit", record)]
-    header = ["recipe as at", "seed", "seconds", "validation", "unseen validation", "test"]
-    rows = [
-        [
-            label,
-            str(run["seed"]),
-            f"{run['seconds']:.0f}",
-            f"{run['validation_accuracy']:.4f}",
-            f"{run['validation_unseen_accuracy']:.4f}",
-            f"{run['test_accuracy']:.4f}",
-        ]
-        for label, side in sides
-        for run in side["runs"]
-    ]
-    rows += [
-        [
-            f"{label}, median / mean",
-            "",
-            f"{side['seconds']:.0f}",
-            f"{side['validation_accuracy']:.4f}",
-            f"{side['validation_unseen_accuracy']:.4f}",
-            f"{side['test_accuracy']:.4f}",
-        ]
-        for label, side in sides
-    ]
-    ci = compared["ci95"]
+    rev = f"`{earlier['commit'][:7]}`"
+    table = levers.paired_table("recipe as at", [(rev, earlier), ("this commit", record)], "median / mean", True)
     intro = (
         f"Measured by `benchmarks/recipe_time.py --against {earlier['commit'][:7]}` on {record['cpus']} "
         f"{record['machine']} CPU cores: the `{record['recipe']}` recipe from a fresh clone with an empty DVC cache, "
         "each seed at the earlier commit then at this one."
     )
-    verdict = (
-        f"Median time, this commit over `{earlier['commit'][:7]}`: **{record['ratio']:.2f}x**. Unseen validation "
-        f"accuracy, mean over the seeds, this commit minus `{earlier['commit'][:7]}`: {compared['delta']:+.4f} "
-        f"[{ci['lo']:+.4f}, {ci['hi']:+.4f}] (95% paired bootstrap over the {compared['n']} unseen reviews, "
-        f"each review's answers from every seed resampled together): **{compared['verdict']}**."
+    verdict = f"Median time, this commit over {rev}: **{record['ratio']:.2f}x**. " + levers.paired_verdict(
+        compared, f"this commit minus {rev}"
     )
-    return f"{intro}\n\n{markdown.table(header, rows)}\n\n{verdict}"
+    return f"{intro}\n\n{table}\n\n{verdict}"

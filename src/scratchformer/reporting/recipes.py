@@ -35,10 +35,13 @@ def applied(params: Params, name: str, folder: Path = FOLDER) -> Params:
     What ``dvc exp run -n NAME -S …`` would train, for the code that builds the recipe's model
     in-process (the benchmarks).
     """
-    if name == "default":
-        return params
+    return params if name == "default" else overridden(params, load(name, folder))
+
+
+def overridden(params: Params, overrides: dict[str, object]) -> Params:
+    """``params`` with dotted-key ``overrides`` on top ({"train.epochs": 7, …}), checked as params.yaml is."""
     raw = dataclasses.asdict(params)
-    for key, v in load(name, folder).items():
+    for key, v in overrides.items():
         *sections, field = key.split(".")
         place = raw
         for section in sections:
