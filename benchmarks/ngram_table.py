@@ -7,9 +7,11 @@ at d_model 64 on a batch of 32 texts of 120 tokens, split into its parts:
 - forward + backward, with the table read once for all orders (what the model
   does) and once per order (the earlier form: one dense table-sized gradient per
   order, zeroed and then summed);
-- the fused AdamW step and the EMA update, which touch every row every step;
+- the fused AdamW step and the EMA update, which touch every row every step (the
+  table decays at ``train.ngram_decay`` 0.3, as in the ``transformer`` recipe);
 - and with ``train.sparse_ngrams``: the table's gradient sparse, its rows updated by
-  lazy Adam (only the rows the batch read), the rest by AdamW as before.
+  lazy AdamW (only the rows the batch read; ``scratchformer.train.lazy``), the rest by
+  AdamW as before.
 
 Prints milliseconds per step and the ratios per-order / one lookup and dense / sparse.
 Run from the
@@ -32,7 +34,8 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from scratchformer.config import ModelConfig
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.ngrams import HashedNgramEmbedding, ngram_ids_upto
-from scratchformer.train.optim import adamw, lazy_adam, parameter_groups, sparse_tables
+from scratchformer.train.lazy import LazyAdamW, dense_only
+from scratchformer.train.optim import adamw, ngram_tables, parameter_groups, sparse_tables
 
 VOCAB = 21128
 
@@ -51,9 +54,12 @@ def step_ms(buckets: int, steps: int, mode: str) -> dict[str, float]:
     if mode == "per order":
         model.ngrams.forward = per_order.__get__(model.ngrams)
     tables = sparse_tables(model) if mode == "sparse" else []
-    optimizers = [adamw(parameter_groups([model], 0.02, exclude=tables), 2e-3, "cpu")]
-    optimizers += [lazy_adam(tables, 2e-3)] if tables else []
-    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.998))
+    optimizers = [adamw(parameter_groups([model], 0.02, exclude=tables, ngram_decay=0.3), 2e-3, "cpu")]
+    average = get_ema_multi_avg_fn(0.998)
+    ema = AveragedModel(model, multi_avg_fn=dense_only(average, tables) if tables else average)
+    if tables:  # the table's rows and their average, as the training loop keeps them
+        averages = [t.weight for t in ngram_tables(ema.module)]
+        optimizers.append(LazyAdamW(tables, 2e-3, weight_decay=0.3, averages=averages, ema_decay=0.998))
     ids, labels = torch.randint(1, VOCAB, (32, 120)), torch.randint(0, 2, (32,))
     spent = {"forward + backward": 0.0, "optimizer": 0.0, "EMA": 0.0}
     for i in range(steps + 2):  # the first two warm the allocator up

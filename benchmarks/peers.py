@@ -20,8 +20,10 @@ tokenized by the project's own code (``tokenizer.name``, ``tokenizer.max_len``),
 and batched as training batches them (``train.batch_size``, ``train.bucket_by_length``:
 each batch padded to its own longest text). Every model sees the same batches.
 
-- train samples/s: forward + cross-entropy + backward + AdamW step (the project's
-  parameter groups and fused AdamW, for every model alike);
+- train samples/s: forward + cross-entropy + backward + the optimizer step (the
+  project's parameter groups and fused AdamW, for every model alike; ours updates its
+  n-gram table as the recipe trains it: with ``train.sparse_ngrams``, lazy AdamW on the
+  rows a batch used, else dense AdamW on every row);
 - predict texts/s: the forward pass in eval mode under ``torch.no_grad()``.
 
 Each mode (``eager``; ``compiled``: ``torch.compile`` of the model) builds the three
@@ -61,7 +63,7 @@ import torch.nn.functional as F
 import transformers
 from torch import Tensor, nn
 
-from scratchformer.config import ModelConfig, Params, load_params
+from scratchformer.config import ModelConfig, Params, TrainConfig, load_params
 from scratchformer.data.ingest import load_corpus
 from scratchformer.data.tokenization import encode_flat, load_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit, batches
@@ -69,7 +71,8 @@ from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier, eval_mode
 from scratchformer.model.positional import SinusoidalPositionalEncoding
 from scratchformer.reporting import recipes
-from scratchformer.train.optim import adamw, parameter_groups
+from scratchformer.train.lazy import LazyAdamW
+from scratchformer.train.optim import adamw, ngram_tables, parameter_groups, sparse_tables
 
 OUT = Path("benchmarks/results/peers.json")
 MODELS = ("ours", "bert", "torch")
@@ -152,8 +155,8 @@ def real_batches(params: Params, n: int) -> tuple[list[tuple[Tensor, Tensor]], i
 class Contender:
     """One model under test, its optimizer, and the seconds its timed passes took."""
 
-    def __init__(self, name: str, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        self.name, self.model, self.optimizer = name, model, optimizer
+    def __init__(self, name: str, model: nn.Module, optimizers: list[torch.optim.Optimizer]) -> None:
+        self.name, self.model, self.optimizers = name, model, optimizers
         self.train_seconds: list[float] = []
         self.predict_seconds: list[float] = []
         self.warmup_seconds = 0.0
@@ -165,9 +168,11 @@ class Contender:
         start = time.perf_counter()
         for ids, labels in data:
             loss = F.cross_entropy(self.model(ids), labels)
-            self.optimizer.zero_grad(set_to_none=True)
+            for optimizer in self.optimizers:
+                optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            self.optimizer.step()
+            for optimizer in self.optimizers:
+                optimizer.step()
         return time.perf_counter() - start
 
     def predict_pass(self, data: list[tuple[Tensor, Tensor]]) -> float:
@@ -179,16 +184,30 @@ class Contender:
             return time.perf_counter() - start
 
 
-def contenders(config: ModelConfig, vocab_size: int, pad_id: int, compiled: bool, lr: float) -> list[Contender]:
-    """The three models, each from seed 0, compiled if asked, with the optimizer training uses."""
+def optimizers(model: nn.Module, train: TrainConfig) -> list[torch.optim.Optimizer]:
+    """The optimizers training gives ``model``: AdamW, and for its n-gram table what ``train`` says.
+
+    With ``train.sparse_ngrams`` the table's gradient is sparse and lazy AdamW updates the rows
+    a batch used, decaying them at ``train.ngram_decay`` (:mod:`scratchformer.train.lazy`); else
+    the table is one more dense parameter of AdamW's. The peers have no table: AdamW alone.
+    """
+    tables = sparse_tables(model) if train.sparse_ngrams else []
+    groups = parameter_groups([model], 0.0, exclude=tables, ngram_decay=train.ngram_decay if ngram_tables(model) else 0)
+    lazy = [LazyAdamW(tables, train.lr, weight_decay=train.ngram_decay)] if tables else []
+    return [adamw(groups, train.lr, "cpu"), *lazy]
+
+
+def contenders(
+    config: ModelConfig, vocab_size: int, pad_id: int, compiled: bool, train: TrainConfig
+) -> list[Contender]:
+    """The three models, each from seed 0, compiled if asked, with the optimizers training uses."""
     if compiled:
         torch._dynamo.reset()  # no compiled code or recompile count carried over from an earlier run
     found = []
     for name in MODELS:
         torch.manual_seed(0)
         model = BUILDERS[name](config, vocab_size, pad_id)
-        optimizer = adamw(parameter_groups([model], 0.0), lr, "cpu")
-        found.append(Contender(name, torch.compile(model) if compiled else model, optimizer))
+        found.append(Contender(name, torch.compile(model) if compiled else model, optimizers(model, train)))
     return found
 
 
@@ -247,6 +266,8 @@ def sizes(config: ModelConfig, params: Params) -> dict:
         **{k: getattr(config, k) for k in keys},
         "batch_size": params.train.batch_size,
         "bucket_by_length": params.train.bucket_by_length,
+        "sparse_ngrams": params.train.sparse_ngrams,
+        "ngram_decay": params.train.ngram_decay,
     }
 
 
@@ -296,7 +317,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
         tokens = sum(int((ids != pad_id).sum()) for ids, _ in timed) / sum(len(y) for _, y in timed)
         say(f"{recipe}: {sizes(config, params)}, {tokens:.0f} tokens per text on average")
         for mode in args.modes:
-            models = contenders(config, vocab_size, pad_id, mode == "compiled", params.train.lr)
+            models = contenders(config, vocab_size, pad_id, mode == "compiled", params.train)
             rates = measure(models, warm, timed, args.repeats)
             entry = {"recipe": recipe, "mode": mode, "sizes": sizes(config, params), "models": rates}
             entry["ratios"] = ratios(rates)

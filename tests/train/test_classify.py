@@ -296,11 +296,11 @@ def test_a_killed_write_leaves_a_temporary_that_the_next_write_removes(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.pt.x.tmp", "model.pt"]
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path, sparse):
+@pytest.mark.parametrize(("sparse", "decay"), [(False, 0.0), (True, 0.0), (True, 0.3)])
+def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path, sparse, decay):
     # Dropout, word dropout, the EMA, a cosine schedule with warm-up and a shuffled order:
     # every random generator and every piece of optimizer state (both optimizers with a
-    # sparse n-gram table) has to come back.
+    # sparse n-gram table, the lazy one's owed decay and average too) has to come back.
     config = TrainConfig(
         epochs=3,
         batch_size=8,
@@ -310,6 +310,7 @@ def test_a_resumed_fit_ends_bit_identical_to_an_uninterrupted_one(tmp_path, spar
         token_dropout=0.2,
         ema_decay=0.9,
         sparse_ngrams=sparse,
+        ngram_decay=decay,
     )
     train, validation = _split(40, 0), _split(16, 1)
 

@@ -46,7 +46,7 @@ class TrainConfig(OptimConfig):
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     spans: float = 0.5  # chance that a training review is cropped to a random span of itself each step
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
-    sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy Adam on the rows a batch uses
+    sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy AdamW and EMA on the rows a batch uses
     ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
     ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
     select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
@@ -58,12 +58,6 @@ class TrainConfig(OptimConfig):
         require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
         super().__post_init__()
         require(self.ngram_decay >= 0, "train.ngram_decay", self.ngram_decay, "must be >= 0")
-        require(
-            not (self.ngram_decay and self.sparse_ngrams),
-            "train.ngram_decay",
-            self.ngram_decay,
-            "needs train.sparse_ngrams false: lazy Adam on a sparse table has no weight decay",
-        )
         require(
             DEVICE.fullmatch(self.device) is not None,
             "train.device",

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from scratchformer.model.dropout import dropout as make_dropout
 from scratchformer.model.positional import RotaryPositionalEncoding
 
 
@@ -73,6 +74,7 @@ class MultiHeadSelfAttention(nn.Module):
         n_heads: int,
         dropout: float = 0.0,
         rope: RotaryPositionalEncoding | None = None,
+        draw: str = "bernoulli",
     ) -> None:
         super().__init__()
         if d_model % n_heads != 0:
@@ -80,7 +82,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.n_heads = n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
-        self.attn_dropout = nn.Dropout(dropout)
+        self.attn_dropout = make_dropout(dropout, draw)  # on the (B, H, T, T) weights: see model/dropout.py
         self.rope = rope
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:

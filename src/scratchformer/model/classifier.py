@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from scratchformer.config import ModelConfig
+from scratchformer.model.dropout import dropout as make_dropout
 from scratchformer.model.encoder import EncoderBlock
 from scratchformer.model.naive_bayes import NBLogistic
 from scratchformer.model.ngrams import HashedNgramEmbedding, WideNgramBag, ngram_ids_upto
@@ -89,9 +90,9 @@ class TransformerClassifier(Classifier):
         else:  # rope acts inside attention, on queries and keys
             self.position = nn.Identity()
             rope = RotaryPositionalEncoding(config.head_dim, config.max_len)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = make_dropout(config.dropout, config.dropout_draw)
         self.blocks = nn.ModuleList(
-            EncoderBlock(C, config.n_heads, config.ff_dim, config.dropout, config.norm, rope)
+            EncoderBlock(C, config.n_heads, config.ff_dim, config.dropout, config.norm, rope, config.dropout_draw)
             for _ in range(config.n_layers)
         )
         # Post-LN blocks already end in a LayerNorm; Pre-LN needs one after the stack.

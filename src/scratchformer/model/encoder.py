@@ -12,6 +12,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from scratchformer.model.attention import MultiHeadSelfAttention
+from scratchformer.model.dropout import dropout as make_dropout
 from scratchformer.model.positional import RotaryPositionalEncoding
 
 
@@ -43,16 +44,17 @@ class EncoderBlock(nn.Module):
         dropout: float = 0.0,
         norm: str = "pre",
         rope: RotaryPositionalEncoding | None = None,
+        draw: str = "bernoulli",
     ) -> None:
         super().__init__()
         if norm not in ("pre", "post"):
             raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
         self.norm = norm
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout, rope)
+        self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout, rope, draw)
         self.ln2 = nn.LayerNorm(d_model)
         self.ffn = FeedForward(d_model, ff_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = make_dropout(dropout, draw)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """x (B, T, C) -> (x (B, T, C), attention weights (B, H, T, T))."""

@@ -29,21 +29,18 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from scratchformer.config import UserError
 from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.train.diagnostics import group_grad_norms
 from scratchformer.train.distributed import ALONE, World
+from scratchformer.train.lazy import LazyAdamW
 from scratchformer.train.optim import (
     Settings,
-    adamw,
     autocast,
-    lazy_adam,
     lr_factor,
-    parameter_groups,
-    sparse_tables,
+    optimizers_and_average,
 )
 from scratchformer.train.recording import Recorder
 
@@ -117,10 +114,7 @@ class Loop:
         self.label, self.where, self.hint = label, where, hint  # who diverged, where, and what to change then
         autocast(device, settings.precision)  # fail now on an impossible precision, not at the first step
         self.ddp = world.wrap(objective, find_unused_parameters=objective.unused_parameters)
-        tables = sparse_tables(self.model) if settings.sparse_ngrams else []
-        groups = parameter_groups([objective], settings.weight_decay, exclude=tables, ngram_decay=settings.ngram_decay)
-        # AdamW, and lazy Adam for sparse tables; one lr schedule drives both
-        self.optimizers = [adamw(groups, settings.lr, device), *([lazy_adam(tables, settings.lr)] if tables else [])]
+        self.optimizers, self.ema = optimizers_and_average(objective, settings, device)
         self.steps_per_epoch = steps_per_epoch
         total = steps_per_epoch * settings.epochs
         self.schedulers = [
@@ -129,11 +123,6 @@ class Loop:
             )
             for o in self.optimizers
         ]
-        self.ema = (
-            AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay))
-            if settings.ema_decay
-            else None
-        )
         self.scaler = torch.amp.GradScaler("cuda") if settings.precision == "fp16" else None
         self.order = torch.Generator().manual_seed(seed)
         self.draws = torch.Generator().manual_seed(seed + 1)
@@ -183,6 +172,9 @@ class Loop:
             if records:
                 bar.set_postfix(loss=f"{records[-1][0]['loss']:.3f}")
                 progress.tick(i + 1, records[-1][0]["loss"])
+        for optimizer in self.optimizers:
+            if isinstance(optimizer, LazyAdamW):
+                optimizer.settle()  # every row as if updated at every step, before validation and the saved state
         return {"train_loss": loss_sum / seen, "train_accuracy": (int(hits), seen)}
 
     def gradients(self, ids: Tensor, labels: Tensor) -> tuple[Tensor, dict]:

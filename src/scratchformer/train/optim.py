@@ -10,9 +10,11 @@ from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from scratchformer.config import OptimConfig, PretrainConfig, TrainConfig
 from scratchformer.model.ngrams import HashedNgramEmbedding
+from scratchformer.train.lazy import LazyAdamW, dense_only
 
 
 def parameter_groups(
@@ -80,12 +82,13 @@ def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
     size of the whole table: building it, AdamW's update and the moments all
     cost O(rows) every step, so a table of 2^20 rows more than doubles a step
     (benchmarks/ngram_table.py). With ``sparse`` set, the lookup's gradient
-    holds only the rows the batch used, and :func:`lazy_adam` updates only
-    those: a row's moments move when its n-gram occurs (lazy Adam), where dense
-    AdamW would keep moving every row by its momentum. A sparse table takes no
-    weight decay (the config refuses ``train.ngram_decay`` with it). Only the
-    training copy changes: ``sparse`` is not in the state dict, so the saved
-    model is as before.
+    holds only the rows the batch used, and
+    :class:`~scratchformer.train.lazy.LazyAdamW` updates only those: a row's
+    moments move when its n-gram occurs (lazy Adam), where dense AdamW would
+    keep moving every row by its momentum; its weight decay
+    (``train.ngram_decay``) and its moving average are paid when the row is next
+    used. Only the training copy changes: ``sparse`` is not in the state dict,
+    so the saved model is as before.
     """
     tables = ngram_tables(model)
     for table in tables:
@@ -93,9 +96,30 @@ def sparse_tables(model: nn.Module) -> list[nn.Parameter]:
     return [table.weight for table in tables]
 
 
-def lazy_adam(params: list[nn.Parameter], lr: float) -> torch.optim.SparseAdam:
-    """Adam on sparse gradients (PyTorch's SparseAdam): only the rows in the step's gradient change."""
-    return torch.optim.SparseAdam(params, lr=lr)
+def optimizers_and_average(
+    objective: nn.Module, settings: Settings, device: torch.device
+) -> tuple[list[torch.optim.Optimizer], AveragedModel | None]:
+    """AdamW over ``objective``'s parameter groups, lazy AdamW for sparse n-gram tables, and the EMA.
+
+    With ``settings.sparse_ngrams`` the tables leave AdamW for
+    :class:`~scratchformer.train.lazy.LazyAdamW`, which also keeps their moving average;
+    the EMA (``AveragedModel``) then averages the rest. One lr schedule drives both optimizers.
+    """
+    tables = sparse_tables(objective.model) if settings.sparse_ngrams else []
+    groups = parameter_groups([objective], settings.weight_decay, exclude=tables, ngram_decay=settings.ngram_decay)
+    average = get_ema_multi_avg_fn(settings.ema_decay)
+    ema = (
+        AveragedModel(objective.model, multi_avg_fn=dense_only(average, tables) if tables else average)
+        if settings.ema_decay
+        else None
+    )
+    optimizers: list[torch.optim.Optimizer] = [adamw(groups, settings.lr, device)]
+    if tables:
+        averages = [t.weight for t in ngram_tables(ema.module)] if ema is not None else None
+        optimizers.append(
+            LazyAdamW(tables, settings.lr, settings.ngram_decay, averages=averages, ema_decay=settings.ema_decay)
+        )
+    return optimizers, ema
 
 
 def lr_factor(step: int, total: int, schedule: str, warmup_ratio: float) -> float:
