@@ -71,7 +71,7 @@ from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier, eval_mode
 from scratchformer.model.positional import SinusoidalPositionalEncoding
 from scratchformer.reporting import recipes
-from scratchformer.train.lazy import LazyAdamW
+from scratchformer.train.lazy import LazyAdamW, pay_before_reading
 from scratchformer.train.optim import adamw, ngram_tables, parameter_groups, sparse_tables
 
 OUT = Path("benchmarks/results/peers.json")
@@ -194,6 +194,8 @@ def optimizers(model: nn.Module, train: TrainConfig) -> list[torch.optim.Optimiz
     tables = sparse_tables(model) if train.sparse_ngrams else []
     groups = parameter_groups([model], 0.0, exclude=tables, ngram_decay=train.ngram_decay if ngram_tables(model) else 0)
     lazy = [LazyAdamW(tables, train.lr, weight_decay=train.ngram_decay)] if tables else []
+    for table in ngram_tables(model) if lazy else []:
+        pay_before_reading(table, lazy[0])  # as training does: a row pays its owed decay before it is read
     return [adamw(groups, train.lr, "cpu"), *lazy]
 
 

@@ -77,6 +77,9 @@ CATEGORIES = (
     "rest of the step (clipping, logged values, lr schedule)",
     VALIDATION,
 )
+# Random draws for dropout masks (nn.Dropout's bernoulli_, model/dropout.py's uniform_), inside
+# the parts above (attention, embedding, rest of forward): a share of the epoch, not a part of it.
+DRAWS, DRAW_OPS = "dropout masks drawn (within the parts above)", ("aten::bernoulli_", "aten::uniform_")
 BACKWARD = "autograd::engine::evaluate_function: "  # the profiler's name for each backward function run
 
 
@@ -178,6 +181,7 @@ def profile(params: Params, source: str | None, tokenizer_name: str | None) -> d
         "profiled_epoch_seconds": round(profiled, 1),
         "before_training": {name: round(s, 1) for name, s in before.items()},
         "categories": {name: round(seconds[name], 3) for name in CATEGORIES},
+        "within": {DRAWS: round(seconds[DRAWS], 3)},
     }
 
 
@@ -204,6 +208,7 @@ def grouped(events, epoch: float) -> dict[str, float]:
     }
     step = sum(named[k] for k in (DATA, DROPOUT, EMA)) + forward + sum(backward.values()) + optimizer
     out["rest of the step (clipping, logged values, lr schedule)"] = epoch - step
+    out[DRAWS] = sum(total.get(op, 0.0) for op in DRAW_OPS)  # already counted in the parts above
     return out
 
 

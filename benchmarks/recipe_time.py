@@ -29,7 +29,10 @@ side by side) and ``unseen_validation``: HEAD's mean unseen validation accuracy 
 seeds minus REV's, with a 95% paired bootstrap interval over the reviews
 (:func:`scratchformer.analysis.scoring.paired_bootstrap`, every seed's answer to a review
 moving with it) and the verdict the docs use: "above" or "below" where the interval
-excludes 0, else "level". ``--corpus online-shopping`` adds the data keys of
+excludes 0, else "level". ``--against-record FILE`` takes REV's runs (their times and
+answers) from an earlier record of this benchmark instead of running them again; the record
+says so (``against_record``), and the docs then say that the ratio spans two runs of the
+benchmark. ``--corpus online-shopping`` adds the data keys of
 ``recipes/corpora/online-shopping.yaml`` to every run (and writes
 ``recipe_time-online-shopping.json``). With ``--keep`` each clone's experiment is fetched into this
 repository before the clone goes, so ``python -m tools.docs.report levers`` records its
@@ -205,6 +208,17 @@ def summary(runs: list[dict]) -> dict:
     }
 
 
+def recorded(path: Path, seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
+    """The earlier commit's runs of ``seeds`` from a record this benchmark wrote, and their answers."""
+    earlier = {run["seed"]: run for run in json.loads(path.read_text(encoding="utf-8"))["against"]["runs"]}
+    missing = [seed for seed in seeds if seed not in earlier]
+    if missing:
+        raise SystemExit(f"{path}: no earlier run of seed {missing[0]} (it has {sorted(earlier)})")
+    runs = [earlier[seed] for seed in seeds]
+    flags = [{key: np.array([c == "1" for c in run[f"validation_{key}"]]) for key in ("right", "seen")} for run in runs]
+    return runs, flags
+
+
 def compared(now: list[dict[str, np.ndarray]], earlier: list[dict[str, np.ndarray]]) -> dict:
     """HEAD's unseen validation accuracy over the seeds minus REV's, with its paired interval and verdict.
 
@@ -229,6 +243,12 @@ def main() -> None:
     parser.add_argument(
         "--against", metavar="REV", help="also run the recipe at this commit, before HEAD, seed by seed, and compare"
     )
+    parser.add_argument(
+        "--against-record",
+        metavar="FILE",
+        type=Path,
+        help="take REV's runs from this earlier record (its --against runs) instead of running them again",
+    )
     parser.add_argument("--corpus", help="a file in recipes/corpora/: run the recipe on that corpus instead")
     parser.add_argument(
         "--keep", action="store_true", help="fetch each run's experiment into this repository (for the lever record)"
@@ -240,9 +260,12 @@ def main() -> None:
     inputs = local_inputs(params)
     runs: dict[str, list] = {"now": [], "earlier": []}
     answers: dict[str, list] = {"now": [], "earlier": []}
+    if args.against_record:
+        runs["earlier"], answers["earlier"] = recorded(args.against_record, args.seeds)
+        args.against = runs["earlier"][0]["commit"]
     for seed in args.seeds:
         for side, rev in (("earlier", args.against), ("now", "HEAD")):
-            if rev is None:
+            if rev is None or (side == "earlier" and args.against_record):
                 continue
             run, answered = time_recipe(rev, args.recipe, seed, inputs, args.keep, args.corpus)
             runs[side].append(run)
@@ -255,6 +278,7 @@ def main() -> None:
             "against": earlier,
             "ratio": round(result["seconds"] / earlier["seconds"], 3),
             "unseen_validation": compared(answers["now"], answers["earlier"]),
+            "against_record": str(args.against_record) if args.against_record else None,
         }
     result["corpus"] = args.corpus
     write_json(OUT if args.corpus is None else OUT.with_name(f"recipe_time-{args.corpus}.json"), result)

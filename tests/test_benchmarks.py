@@ -106,6 +106,7 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
         return {"right": right, "seen": np.arange(40) < 10}  # reviews 0 to 9 also occur in train
 
     monkeypatch.setattr(recipe_time, "validation_answers", answers)
+    real_time_recipe = recipe_time.time_recipe
     argv = ["recipe_time.py", "--recipe", "fast", "--seeds", "42", "52", "--against", before, "--keep"]
     monkeypatch.setattr("sys.argv", argv)
     recipe_time.main()
@@ -126,6 +127,21 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     kept = [r for r in refs.stdout.split() if r.startswith("refs/exps/")]
     names = sorted(f"refs/exps/ab/cdef/fast-{commit[:7]}-s{seed}" for commit in (before, now) for seed in (42, 52))
     assert kept == names  # --keep: each commit's runs under names of their own, not DVC's state
+
+    # Again with REV's runs taken from that record: REV is not run, the comparison is the same.
+    first = tmp_path / "first.json"
+    first.write_text((tmp_path / "out.json").read_text())
+    monkeypatch.setattr("sys.argv", ["recipe_time.py", "--recipe", "fast", "--seeds", "42", "52"])
+    monkeypatch.setattr("sys.argv", [*sys.argv, "--against-record", str(first)])
+    ran = []
+    monkeypatch.setattr(recipe_time, "time_recipe", lambda rev, *a: ran.append(rev) or real_time_recipe(rev, *a))
+    recipe_time.main()
+    again = json.loads((tmp_path / "out.json").read_text())
+    assert ran == ["HEAD", "HEAD"] and again["against"]["runs"] == record["against"]["runs"]
+    assert again["unseen_validation"] == compared and again["against_record"] == str(first)
+    monkeypatch.setattr("sys.argv", [*sys.argv[:4], "62", *sys.argv[4:]])
+    with pytest.raises(SystemExit, match="no earlier run of seed 62"):
+        recipe_time.main()
 
 
 def test_recipe_time_on_a_corpus_adds_its_data_keys_and_writes_a_record_of_its_own(tmp_path, monkeypatch):
@@ -276,5 +292,7 @@ def test_profile_epoch_splits_a_recipe_epoch_into_every_category(tmp_path):
     measured = ["embedding and n-gram lookup", "attention", "feed-forward", "backward into the embedding tables"]
     measured += ["rest of backward", "optimizer", "EMA", "validation"]
     assert all(seconds[name] > 0 for name in measured), seconds
+    (draws,) = run["within"].values()  # the recipe's dropout draws its masks: inside the parts, not beside them
+    assert 0 < draws < sum(seconds.values())
     assert set(run["before_training"]) == {"read and check the corpus", "tokenize"}
     assert run["steps"] == 8 and run["profiled_epoch_seconds"] > 0  # 240 fixture texts, batches of 32

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from scratchformer.train.lazy import LazyAdamW, dense_only
+from scratchformer.train.lazy import LazyAdamW, dense_only, pay_before_reading
 
 ROWS, DIM, LRS = 6, 3, [0.05, 0.04, 0.03, 0.02, 0.01, 0.005]  # a decaying lr, as a schedule gives
 
@@ -23,14 +23,25 @@ def tables(seed: int = 0) -> tuple[nn.Embedding, nn.Embedding]:
     return sparse, dense
 
 
-def train(table: nn.Embedding, optimizer: torch.optim.Optimizer, steps: list[list[int]], ema=None, lrs=LRS) -> list:
-    """One step per entry of ``steps`` (the rows it reads) at the lrs of ``lrs``; each step's weights."""
+def lazy_adamw(table: nn.Embedding, **settings) -> LazyAdamW:
+    """LazyAdamW over ``table``, which pays its rows' owed decay before a forward pass reads them (as in training)."""
+    optimizer = LazyAdamW([table.weight], 0.05, **settings)
+    optimizer.hook = pay_before_reading(table, optimizer)
+    return optimizer
+
+
+def train(table: nn.Embedding, optimizer: torch.optim.Optimizer, steps: list[list[int]], ema=None, lrs=LRS, loss=None):
+    """One step per entry of ``steps`` (the rows it reads) at the lrs of ``lrs``; each step's weights.
+
+    The loss is the sum of the squares of the rows read (a gradient that depends on the weights), or ``loss``.
+    """
+    loss = loss or (lambda rows: rows.pow(2).sum())
     seen = []
     for lr, rows in zip(lrs, steps, strict=True):
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad()
-        table(torch.tensor(rows)).pow(2).sum().backward()
+        loss(table(torch.tensor(rows))).backward()
         optimizer.step()
         if ema is not None:
             ema.update_parameters(table)
@@ -41,9 +52,9 @@ def train(table: nn.Embedding, optimizer: torch.optim.Optimizer, steps: list[lis
 def test_a_table_whose_every_row_is_used_every_step_moves_as_under_adamw_with_its_average():
     sparse, dense = tables()
     lazy_average = AveragedModel(sparse, multi_avg_fn=dense_only(get_ema_multi_avg_fn(0.9), [sparse.weight]))
-    lazy = LazyAdamW([sparse.weight], 0.05, weight_decay=0.3, averages=[lazy_average.module.weight], ema_decay=0.9)
+    lazy = lazy_adamw(sparse, weight_decay=0.3, averages=[lazy_average.module.weight], ema_decay=0.9)
     dense_average = AveragedModel(dense, multi_avg_fn=get_ema_multi_avg_fn(0.9))
-    adamw = torch.optim.AdamW([dense.weight], 0.05, weight_decay=0.3)
+    adamw = torch.optim.AdamW([dense.weight], 0.05, betas=(0.0, 0.999), weight_decay=0.3)
     every = [list(range(ROWS))] * len(LRS)
     train(sparse, lazy, every, lazy_average)
     train(dense, adamw, every, dense_average)
@@ -52,18 +63,34 @@ def test_a_table_whose_every_row_is_used_every_step_moves_as_under_adamw_with_it
     torch.testing.assert_close(lazy_average.module.weight, dense_average.module.weight, rtol=1e-6, atol=1e-7)
 
 
-def test_a_row_no_step_uses_pays_every_steps_decay_when_settled():
+SOMETIMES = [[0, 1], [0], [2], [3, 0], [0], [3]]  # rows 4 and 5 never; the others with gaps
+
+
+def test_without_momentum_a_table_used_now_and_then_ends_as_under_dense_adamw():
+    # At beta1 = 0 a step without a gradient moves a row only by its decay, which lazy AdamW
+    # pays later; its second moment decays by beta2 per missed step. So nothing is approximated.
     sparse, dense = tables()
-    lazy = LazyAdamW([sparse.weight], 0.05, weight_decay=0.3)
-    adamw = torch.optim.AdamW([dense.weight], 0.05, weight_decay=0.3)
-    steps = [[0, 1]] * len(LRS)  # rows 2..5 never read: under AdamW they only decay (zero moments, zero step)
-    train(sparse, lazy, steps)
-    train(dense, adamw, steps)
-    assert not torch.allclose(sparse.weight[2:], dense.weight[2:])  # owed, not yet paid
+    lazy = lazy_adamw(sparse, weight_decay=0.3)
+    train(sparse, lazy, SOMETIMES)
+    train(dense, torch.optim.AdamW([dense.weight], 0.05, betas=(0.0, 0.999), weight_decay=0.3), SOMETIMES)
+    assert not torch.allclose(sparse.weight, dense.weight)  # decay owed, not yet paid
     lazy.settle()
-    torch.testing.assert_close(sparse.weight[2:], dense.weight[2:], rtol=1e-6, atol=1e-7)
-    expected = tables()[0].weight[2:] * torch.tensor([1 - lr * 0.3 for lr in LRS]).prod()
-    torch.testing.assert_close(sparse.weight[2:], expected, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(sparse.weight, dense.weight, rtol=1e-6, atol=1e-7)
+    expected = tables()[0].weight[4:] * torch.tensor([1 - lr * 0.3 for lr in LRS]).prod()  # decay alone
+    torch.testing.assert_close(sparse.weight[4:], expected, rtol=1e-6, atol=1e-7)
+
+
+def test_with_momentum_the_moments_of_a_row_are_dense_adamws_when_it_is_used_again():
+    sparse, dense = tables()
+    lazy = lazy_adamw(sparse, betas=(0.9, 0.999))
+    adamw = torch.optim.AdamW([dense.weight], 0.05, betas=(0.9, 0.999), weight_decay=0.0)
+    linear = torch.sum  # a gradient that the weights do not change: the moments alone differ, if anything
+    train(sparse, lazy, SOMETIMES, loss=linear)
+    train(dense, adamw, SOMETIMES, loss=linear)
+    last = SOMETIMES[-1]  # row 3, last used two steps before
+    for moment in ("exp_avg", "exp_avg_sq"):
+        got, want = lazy.state[sparse.weight][moment][last], adamw.state[dense.weight][moment][last]
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-9)
 
 
 def test_the_average_of_a_row_used_now_and_then_is_the_average_of_its_path():
@@ -71,13 +98,13 @@ def test_the_average_of_a_row_used_now_and_then_is_the_average_of_its_path():
     # be written out from the weights after each step.
     steps = [[0, 1], [0], [2], [3], [0], [3]]  # row 0 used at steps 1, 2 and 5; row 1 only at step 1
     sparse, _ = tables()
-    path = train(sparse, LazyAdamW([sparse.weight], 0.05), steps)
+    path = train(sparse, lazy_adamw(sparse), steps)
     expected = path[0].clone()
     for weights in path[1:]:
         expected = 0.8 * expected + 0.2 * weights
     sparse, _ = tables()
     average = AveragedModel(sparse, multi_avg_fn=dense_only(get_ema_multi_avg_fn(0.8), [sparse.weight]))
-    lazy = LazyAdamW([sparse.weight], 0.05, averages=[average.module.weight], ema_decay=0.8)
+    lazy = lazy_adamw(sparse, averages=[average.module.weight], ema_decay=0.8)
     train(sparse, lazy, steps, average)
     lazy.settle()
     torch.testing.assert_close(average.module.weight, expected, rtol=1e-6, atol=1e-7)
@@ -87,14 +114,15 @@ def test_the_average_of_a_row_used_now_and_then_is_the_average_of_its_path():
 def test_a_run_that_saves_and_reloads_its_state_goes_on_bit_identical(decay):
     steps = [[0, 1], [2], [0, 5], [3], [1, 3], [4]]
     whole, _ = tables()
-    train(whole, LazyAdamW([whole.weight], 0.05, weight_decay=decay), steps)
+    train(whole, lazy_adamw(whole, weight_decay=decay), steps)
     first, _ = tables()
-    optimizer = LazyAdamW([first.weight], 0.05, weight_decay=decay)
+    optimizer = lazy_adamw(first, weight_decay=decay)
     train(first, optimizer, steps[:3], lrs=LRS[:3])
     buffer = io.BytesIO()
     torch.save(optimizer.state_dict(), buffer)
     buffer.seek(0)
-    again = LazyAdamW([first.weight], 0.05, weight_decay=decay)
+    optimizer.hook.remove()
+    again = lazy_adamw(first, weight_decay=decay)
     again.load_state_dict(torch.load(buffer, weights_only=True))
     assert again.state[first.weight]["row_log_decay"].dtype == torch.float64
     train(first, again, steps[3:], lrs=LRS[3:])

@@ -98,11 +98,19 @@ def profile_block(path: Path = PROFILE) -> str | None:
         ]
         for name in runs[0]["categories"]
     ]
+    within = [
+        [
+            f"of which: {name}",
+            *(f"{run['within'][name]:.1f}" for run in runs),
+            *(f"{run['within'][name] / total:.0%}" for run, total in zip(runs, totals, strict=True)),
+        ]
+        for name in runs[0].get("within", {})
+    ]
     before = [
         [f"before training: {name}", *(f"{run['before_training'][name]:.1f}" for run in runs), *("" for _ in runs)]
         for name in runs[0]["before_training"]
     ]
-    return f"{intro}\n\n{markdown.table(header, rows + before)}"
+    return f"{intro}\n\n{markdown.table(header, rows + within + before)}"
 
 
 RECIPE_TIME = Path("benchmarks/results/recipe_time.json")
@@ -121,10 +129,16 @@ def recipe_time_block(path: Path = RECIPE_TIME) -> str | None:
         return None
     rev = f"`{earlier['commit'][:7]}`"
     table = levers.paired_table("recipe as at", [(rev, earlier), ("this commit", record)], "median / mean", True)
+    reused = record.get("against_record")
     intro = (
         f"Measured by `benchmarks/recipe_time.py --against {earlier['commit'][:7]}` on {record['cpus']} "
         f"{record['machine']} CPU cores: the `{record['recipe']}` recipe from a fresh clone with an empty DVC cache, "
-        "each seed at the earlier commit then at this one."
+        + (
+            "each seed at the earlier commit then at this one."
+            if not reused
+            else f"at this commit; the earlier commit's runs are those of an earlier run of the benchmark on the same "
+            f"machine (`{reused}`), with other work beside them, so the time ratio spans two runs."
+        )
     )
     verdict = f"Median time, this commit over {rev}: **{record['ratio']:.2f}x**. " + levers.paired_verdict(
         compared, f"this commit minus {rev}"

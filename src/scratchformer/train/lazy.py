@@ -5,11 +5,18 @@ weight decay and the EMA touch every row every step, so their cost grows with th
 not with the batch (``benchmarks/ngram_table.py``). Here each of the three acts on the rows
 a step's gradient holds, and the rest is owed, not dropped:
 
-- **Adam** is lazy, as PyTorch's ``SparseAdam``: a row's moments move when its n-gram
-  occurs. (Dense AdamW would also keep moving an unused row by its momentum.)
+- **Adam's moments** decay by ``β^k`` over the ``k`` steps a row missed (its gradient was 0
+  there), so they are what dense AdamW's would be. Its *moves* over those steps are not
+  made: with momentum (``β1 > 0``) dense AdamW keeps moving a row for some ten steps after
+  its n-gram occurred, by about ten times the one step a lazy update makes (PyTorch's
+  ``SparseAdam`` is lazy in this way, and rare n-grams then learn about ten times more
+  slowly). The table therefore trains with ``β1 = 0`` (RMSprop's update with Adam's bias
+  correction), where a step without a gradient moves nothing, and lazy AdamW is exactly
+  dense AdamW: one use of a rare row moves it about as far as momentum carried it in all.
 - **Decoupled weight decay** is exact. A step multiplies every row by ``1 - lr·wd``; the
   product of those factors since a row's last step is a difference of two running sums of
-  ``log(1 - lr·wd)``, so a row pays its missed decay when it is next used, and every row at
+  ``log(1 - lr·wd)``, so a row pays its missed decay before the forward pass reads it
+  (:func:`pay_before_reading`, a hook on the table), and every row at
   :meth:`LazyAdamW.settle`.
 - **The moving average** of a row whose value held still for ``k`` steps is
   ``d^k · ema + (1 - d^k) · value``: the missed EMA steps are paid the same way. This is
@@ -31,11 +38,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-_EXACT = ("log_decay", "row_log_decay", "row_ema_step")  # state kept in its own dtype, not the table's
+_EXACT = ("log_decay", "row_log_decay", "row_step", "row_ema_step")  # state kept in its own dtype, not the table's
 
 
 class LazyAdamW(torch.optim.Optimizer):
-    """Lazy Adam with exact decoupled weight decay on sparse-gradient tables, and their lazy EMA.
+    """AdamW on the rows of sparse-gradient tables, with the decay and EMA they missed; exact at ``β1 = 0``.
 
     ``averages``, if given, are the moving-average copies of ``params`` (one each, same shape)
     that this optimizer keeps at ``ema_decay``; the dense EMA must leave them alone
@@ -47,7 +54,7 @@ class LazyAdamW(torch.optim.Optimizer):
         params: list[nn.Parameter],
         lr: float,
         weight_decay: float = 0.0,
-        betas: tuple[float, float] = (0.9, 0.999),
+        betas: tuple[float, float] = (0.0, 0.999),
         eps: float = 1e-8,
         averages: list[Tensor] | None = None,
         ema_decay: float = 0.0,
@@ -69,11 +76,13 @@ class LazyAdamW(torch.optim.Optimizer):
             # Σ log(1 - lr·wd) over the steps so far, and its value when each row last paid its decay
             state["log_decay"] = torch.zeros((), dtype=torch.float64)
             state["row_log_decay"] = torch.zeros(rows, dtype=torch.float64)
+            state["row_step"] = torch.zeros(rows, dtype=torch.int64)  # the step each row's moments are at
             state["row_ema_step"] = torch.zeros(rows, dtype=torch.int64)  # the step each row's average is at
         return state
 
     @torch.no_grad()
     def step(self, closure=None):
+        """One update of the rows in each table's sparse gradient (``closure`` is not supported)."""
         index = 0
         for group in self.param_groups:
             lr, wd, eps, (beta1, beta2) = group["lr"], group["weight_decay"], group["eps"], group["betas"]
@@ -95,8 +104,12 @@ class LazyAdamW(torch.optim.Optimizer):
                     self._catch_up_average(average, p, rows, step - 1, state)
                 # the decay owed since each row's last step, and this step's: one factor
                 owed = torch.exp(log_decay - state["row_log_decay"].index_select(0, rows)).to(p.dtype).unsqueeze(1)
-                exp_avg = state["exp_avg"].index_select(0, rows).mul_(beta1).add_(values, alpha=1 - beta1)
-                exp_avg_sq = state["exp_avg_sq"].index_select(0, rows).mul_(beta2)
+                # the moments' decay over the steps a row missed (gradient 0 there), then this step's
+                missed = (step - 1 - state["row_step"].index_select(0, rows)).to(torch.float64).unsqueeze(1)
+                state["row_step"].index_fill_(0, rows, step)
+                exp_avg = state["exp_avg"].index_select(0, rows).mul_(torch.pow(beta1, missed + 1).to(p.dtype))
+                exp_avg.add_(values, alpha=1 - beta1)
+                exp_avg_sq = state["exp_avg_sq"].index_select(0, rows).mul_(torch.pow(beta2, missed + 1).to(p.dtype))
                 exp_avg_sq.addcmul_(values, values, value=1 - beta2)
                 state["exp_avg"].index_copy_(0, rows, exp_avg)
                 state["exp_avg_sq"].index_copy_(0, rows, exp_avg_sq)
@@ -134,6 +147,17 @@ class LazyAdamW(torch.optim.Optimizer):
         state["row_ema_step"].index_fill_(0, rows, step)
 
     @torch.no_grad()
+    def pay(self, p: Tensor, rows: Tensor) -> None:
+        """Apply the decay ``rows`` of table ``p`` owe, so that a forward pass reads them as dense AdamW left them."""
+        state = self.state.get(p)
+        if not state:
+            return
+        rows = rows.unique()
+        owed = torch.exp(state["log_decay"] - state["row_log_decay"].index_select(0, rows))
+        p.index_copy_(0, rows, p.index_select(0, rows).mul_(owed.to(p.dtype).unsqueeze(1)))
+        state["row_log_decay"].index_fill_(0, rows, float(state["log_decay"]))
+
+    @torch.no_grad()
     def settle(self) -> None:
         """Pay every row's owed decay and average: the tables as if every row had been updated."""
         params = [p for group in self.param_groups for p in group["params"]]
@@ -146,6 +170,16 @@ class LazyAdamW(torch.optim.Optimizer):
             if self.averages is not None:
                 every = torch.arange(p.shape[0])
                 self._catch_up_average(self.averages[index], p, every, int(state["step"]), state)
+
+
+def pay_before_reading(table: nn.Embedding, optimizer: LazyAdamW) -> torch.utils.hooks.RemovableHandle:
+    """In training, make ``table`` pay the decay its rows owe just before each forward pass reads them."""
+
+    def pay(module: nn.Embedding, inputs: tuple[Tensor, ...]) -> None:
+        if module.training:
+            optimizer.pay(module.weight, inputs[0].flatten())
+
+    return table.register_forward_pre_hook(pay)
 
 
 def dense_only(multi_avg_fn: Callable, tables: list[Tensor]) -> Callable:

@@ -14,7 +14,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from scratchformer.config import OptimConfig, PretrainConfig, TrainConfig
 from scratchformer.model.ngrams import HashedNgramEmbedding
-from scratchformer.train.lazy import LazyAdamW, dense_only
+from scratchformer.train.lazy import LazyAdamW, dense_only, pay_before_reading
 
 
 def parameter_groups(
@@ -116,9 +116,10 @@ def optimizers_and_average(
     optimizers: list[torch.optim.Optimizer] = [adamw(groups, settings.lr, device)]
     if tables:
         averages = [t.weight for t in ngram_tables(ema.module)] if ema is not None else None
-        optimizers.append(
-            LazyAdamW(tables, settings.lr, settings.ngram_decay, averages=averages, ema_decay=settings.ema_decay)
-        )
+        lazy = LazyAdamW(tables, settings.lr, settings.ngram_decay, averages=averages, ema_decay=settings.ema_decay)
+        for table in ngram_tables(objective.model):
+            pay_before_reading(table, lazy)
+        optimizers.append(lazy)
     return optimizers, ema
 
 
