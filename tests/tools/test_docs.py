@@ -103,6 +103,9 @@ def test_the_recipe_time_block_shows_each_seed_at_both_commits_then_the_ratio_an
         "-0.0050 [-0.0120, +0.0020] (95% paired bootstrap over the 862 unseen reviews, "
         "each review's answers from every seed resampled together): **level**."
     )
+    kept = speed.recipe_time_block(path, now=None).splitlines()  # a kept record: its rows under its own commit
+    assert sum(line.startswith("| `fffffff` |") for line in kept) == 2
+    assert kept[-1].startswith("Median time, `fffffff` over `b35c8c7`: **0.50x**.")
     path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("against", "unseen_validation")}))
     assert speed.recipe_time_block(path) is None  # a run without --against: nothing to compare
     assert speed.recipe_time_block(tmp_path / "missing.json") is None

@@ -110,6 +110,9 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return levers.paired_block(src.root / levers.PAIRED / f"{name.removeprefix('lever-')}.json")
     if name == "recipe-time":  # before `recipe-`: the two commits' runs of the `transformer` recipe
         return speed.recipe_time_block(src.root / speed.RECIPE_TIME)
+    if name.startswith("recipe-time-"):  # recipe-time-lazy-table: a kept record of a recipe not taken
+        kept = speed.RECIPE_TIME.with_name(f"{name.replace('-', '_', 1)}.json")
+        return speed.recipe_time_block(src.root / kept, now=None)
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name.startswith("corpus-"):  # corpus-online-shopping: the files in recipes/corpora/

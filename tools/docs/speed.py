@@ -116,10 +116,12 @@ def profile_block(path: Path = PROFILE) -> str | None:
 RECIPE_TIME = Path("benchmarks/results/recipe_time.json")
 
 
-def recipe_time_block(path: Path = RECIPE_TIME) -> str | None:
+def recipe_time_block(path: Path = RECIPE_TIME, now: str = "this commit") -> str | None:
     """Each seed's time and accuracies at HEAD and at the commit it ran against, then the ratio and verdict.
 
-    None before ``benchmarks/recipe_time.py --against`` has written a record of several seeds.
+    ``now`` names the later side: "this commit", or ``None`` for the commit the record holds
+    (a kept record of a recipe not taken). None before ``benchmarks/recipe_time.py --against``
+    has written a record of several seeds.
     """
     if not path.is_file():
         return None
@@ -127,20 +129,20 @@ def recipe_time_block(path: Path = RECIPE_TIME) -> str | None:
     earlier, compared = record.get("against"), record.get("unseen_validation")
     if not earlier or not compared or "runs" not in record:
         return None
-    rev = f"`{earlier['commit'][:7]}`"
-    table = levers.paired_table("recipe as at", [(rev, earlier), ("this commit", record)], "median / mean", True)
+    rev, now = f"`{earlier['commit'][:7]}`", now or f"`{record['commit'][:7]}`"
+    table = levers.paired_table("recipe as at", [(rev, earlier), (now, record)], "median / mean", True)
     reused = record.get("against_record")
     intro = (
         f"Measured by `benchmarks/recipe_time.py --against {earlier['commit'][:7]}` on {record['cpus']} "
         f"{record['machine']} CPU cores: the `{record['recipe']}` recipe from a fresh clone with an empty DVC cache, "
         + (
-            "each seed at the earlier commit then at this one."
+            f"each seed at the earlier commit then at {now}."
             if not reused
-            else f"at this commit; the earlier commit's runs are those of an earlier run of the benchmark on the same "
+            else f"at {now}; the earlier commit's runs are those of an earlier run of the benchmark on the same "
             f"machine (`{reused}`), with other work beside them, so the time ratio spans two runs."
         )
     )
-    verdict = f"Median time, this commit over {rev}: **{record['ratio']:.2f}x**. " + levers.paired_verdict(
-        compared, f"this commit minus {rev}"
+    verdict = f"Median time, {now} over {rev}: **{record['ratio']:.2f}x**. " + levers.paired_verdict(
+        compared, f"{now} minus {rev}"
     )
     return f"{intro}\n\n{table}\n\n{verdict}"
