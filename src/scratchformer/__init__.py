@@ -10,12 +10,13 @@ above its own, and from its own folder.
     data/        a labelled corpus into one shape: hub or folder, ingest, splits, labels,
                  fingerprints of the inputs, tokenization into flat ids, the tokenized
                  splits on disk and their padded batches, the short-review check's file
-    model/       the network: attention, positions, encoder block, pooling, n-grams, the
+    model/       the network: attention, dropout, positions, encoder block, pooling, n-grams, the
                  classifier (and its NB member), checkpoints, the exported folder (safetensors)
     analysis/    what a trained model says: evaluation, scoring (unseen part, intervals),
                  acceptance checks, the probe,
                  relevance, its mistakes, predict, the n-gram baselines
-    train/       the loop, its two objectives (classification, masked LM), what it does to a
+    train/       the loop, its optimizers (AdamW, lazy AdamW for a sparse n-gram table), its
+                 two objectives (classification, masked LM), what it does to a
                  batch (token dropout, spans), the ensemble of the train stage, the recording
                  of curves and resumable state, distributed launch;
                  it scores and probes (analysis/) while it trains
