@@ -102,10 +102,27 @@ def fresh_clone(folder: Path, rev: str, inputs: list[str]) -> tuple[Path, str]:
     return clone, commit.stdout.strip()
 
 
+SCORED_WHERE_PRESENT = ("test_unseen_accuracy", "short_accuracy")  # not in every record: older code lacks them
+
+
 def mean_accuracies(runs: list[dict]) -> dict[str, float]:
-    """The runs' mean validation, test and unseen validation accuracy."""
+    """The runs' mean validation, test and unseen validation accuracy, and the unseen test and short-review
+    accuracies where every run has them."""
     keys = ("validation_accuracy", "test_accuracy", "validation_unseen_accuracy")
+    keys += tuple(key for key in SCORED_WHERE_PRESENT if all(key in r for r in runs))
     return {key: statistics.fmean(r[key] for r in runs) for key in keys}
+
+
+def scored_where_present(scores: dict) -> dict:
+    """What a run's ``metrics/eval.json`` holds beyond the full-split accuracies, where its code scores it:
+    the unseen part of test, test's paired margin over the strongest baseline, the short reviews."""
+    test = scores["test"]
+    found = {"test_unseen_accuracy": test["unseen"]["accuracy"]} if "unseen" in test else {}
+    if "vs_best_baseline" in test:
+        found["test_vs_best_baseline"] = test["vs_best_baseline"]
+    if "short" in scores:
+        found["short_accuracy"] = scores["short"]["accuracy"]
+    return found
 
 
 def local_inputs(params: Params) -> list[str]:
@@ -192,6 +209,7 @@ def timed_run(clone: Path, env: dict[str, str], command: list[str]) -> tuple[dic
         "validation_unseen_n": int(unseen.size),
         "validation_right": bits(answers["right"]),  # every validation review in row order: the comparison's input
         "validation_seen": bits(answers["seen"]),  # which of them this run's train holds
+        **scored_where_present(scores),
     }, answers
 
 

@@ -182,7 +182,11 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
         "settings = [a for a in sys.argv if '=' in a]\n"
         "pathlib.Path('metrics').mkdir(exist_ok=True)\n"
         "score = {'accuracy': 0.8 if 'data.label_issues=drop' in settings else 0.9}\n"
-        "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': score, 'test': score}))\n"
+        "seed = int(next(a.split('=')[1] for a in settings if a.startswith('seed=')))\n"
+        "test = {**score, 'unseen': {'accuracy': seed / 100}, 'vs_best_baseline': {'name': 'svm', 'delta': 0.01}}\n"
+        "short = {'accuracy': 0.5 if seed == 42 else 1.0}\n"
+        "scores = {'validation': score, 'test': test, 'short': short}\n"
+        "pathlib.Path('metrics/eval.json').write_text(json.dumps(scores))\n"
         "with open(pathlib.Path(sys.argv[0]).parent / 'runs.txt', 'a') as f:\n"
         "    f.write(' '.join(sys.argv[3:]) + '\\n')\n",
     )
@@ -216,6 +220,10 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
         "-n data-label-issues-drop-s43 -S train.epochs=1 -S data.label_issues=drop -S seed=43",
     ]
     assert result["control"]["validation_unseen_accuracy"] == 1.0
+    # The unseen test and short-review scores, where the run's code writes them, are kept per run and averaged.
+    assert [r["test_vs_best_baseline"]["name"] for r in result["control"]["runs"]] == ["svm", "svm"]
+    assert result["control"]["test_unseen_accuracy"] == pytest.approx(0.425)  # seeds 42 and 43
+    assert result["lever_runs"]["short_accuracy"] == pytest.approx(0.75)
     assert result["lever_runs"]["validation_unseen_accuracy"] == pytest.approx(29 / 31)  # its own unseen part
     compared = result["unseen_validation"]
     assert (compared["n"], compared["delta"]) == (30, pytest.approx(-2 / 30))  # the lever minus the control
