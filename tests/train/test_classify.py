@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from fixtures import tiny_config
-from torch import nn
+from torch import Tensor, nn
 
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.config import PretrainConfig, TrainConfig
@@ -105,7 +105,8 @@ def test_drop_tokens_hides_a_share_of_tokens_but_never_the_first():
     assert hidden[:, 1:40].float().mean().item() == pytest.approx(0.25, abs=0.02)
 
 
-def test_crop_spans_keeps_cls_and_sep_around_a_contiguous_span_of_the_text():
+@pytest.mark.parametrize("longest", [None, 20])
+def test_crop_spans_keeps_cls_and_sep_around_a_contiguous_span_of_the_text(longest):
     g = torch.Generator().manual_seed(0)
     CLS, SEP, PAD = 101, 102, 0
     rows, T = 300, 40
@@ -114,23 +115,47 @@ def test_crop_spans_keeps_cls_and_sep_around_a_contiguous_span_of_the_text():
     ids = torch.full((rows, T), PAD)
     for i, text in enumerate(texts):
         ids[i, : len(text) + 2] = torch.cat([torch.tensor([CLS]), text, torch.tensor([SEP])])
-    cropped = crop_spans(ids, 0.5, PAD, torch.Generator().manual_seed(1))
+    cropped = crop_spans(ids, 0.5, PAD, torch.Generator().manual_seed(1), longest)
     changed = 0
     for i, text in enumerate(texts):
         row = cropped[i][cropped[i] != PAD]
         assert row[0] == CLS and row[-1] == SEP, i
         span = row[1:-1]
         assert len(span) >= min(4, len(text)), i
+        assert longest is None or len(span) <= longest or len(span) == len(text), i  # cropped, or left whole
         starts = [s for s in range(len(text) - len(span) + 1) if torch.equal(text[s : s + len(span)], span)]
         assert starts, f"row {i}: {span.tolist()} is not a contiguous span of {text.tolist()}"
         assert torch.all(cropped[i][len(row) :] == PAD), i
         changed += len(span) < len(text)
     # about half of the rows are cropped, and a cropped row is shorter unless its span is all of it
     assert 0.3 < changed / rows < 0.5
-    assert torch.equal(crop_spans(ids, 0.0, PAD, torch.Generator().manual_seed(1)), ids)
-    lengths = (crop_spans(ids, 1.0, PAD, torch.Generator().manual_seed(2)) != PAD).sum(1) - 2
+    assert torch.equal(crop_spans(ids, 0.0, PAD, torch.Generator().manual_seed(1), longest), ids)
+    lengths = (crop_spans(ids, 1.0, PAD, torch.Generator().manual_seed(2), longest) != PAD).sum(1) - 2
     long = n >= 30
     assert lengths[long].float().mean() < 0.7 * n[long].float().mean()  # uniform lengths: about half
+
+
+def _span_lengths(n: int, rows: int, longest: int | None, seed: int) -> Tensor:
+    """The lengths of the spans ``crop_spans`` cuts from ``rows`` reviews of ``n`` tokens each."""
+    ids = torch.zeros(rows, n + 2, dtype=torch.long)
+    ids[:, 0], ids[:, 1:-1], ids[:, -1] = 101, torch.arange(n) + 1000, 102
+    return (crop_spans(ids, 1.0, 0, torch.Generator().manual_seed(seed), longest) != 0).sum(1) - 2
+
+
+def test_log_span_lengths_are_one_distribution_for_every_review_length():
+    """With ``longest``, a short span is as likely from a long review as from a shorter one.
+
+    Up to the review's length, the short spans come mostly from short reviews; log-uniform
+    on [4, 126], 16 tokens or fewer is ln(17/4) / ln(127/4) of the draws for any review of
+    at least 16 tokens.
+    """
+    expected = math.log(17 / 4) / math.log(127 / 4)  # 0.42
+    shares = [(_span_lengths(n, 4000, 126, n) <= 16).float().mean().item() for n in (30, 120)]
+    assert shares == pytest.approx([expected, expected], abs=0.03)
+    review = [(_span_lengths(n, 4000, None, n) <= 16).float().mean().item() for n in (30, 120)]
+    assert review == pytest.approx([13 / 27, 13 / 117], abs=0.03)  # uniform up to each review's own length
+    lengths = _span_lengths(120, 4000, 126, 1)
+    assert lengths.min() == 4 and lengths.max() == 120  # from the shortest span to the whole review (cut at n)
 
 
 def _tiny_run(ema_decay):
@@ -539,3 +564,10 @@ def test_where_no_bar_shows_a_progress_line_comes_at_least_every_interval(caplog
         Progress("epoch 1/2", 10, quiet=False).tick(4, 0.5)
         Progress("epoch 1/2", 10, quiet=True).tick(4, 0.5)  # a terminal: tqdm's bar says it
     assert [r.getMessage() for r in caplog.records] == ["epoch 1/2: step 4/10, loss 0.500, ~0s left in this epoch"]
+
+
+@pytest.mark.parametrize(("span_length", "longest"), [("review", None), ("log", 30)])
+def test_the_objective_crops_spans_as_train_span_length_says(span_length, longest):
+    model = TransformerClassifier(tiny_config(max_len=32), vocab_size=50)
+    objective = Classification(model, spans=1.0, span_length=span_length)
+    assert objective.longest_span == longest  # log: up to the longest text the model reads, [CLS] and [SEP] aside

@@ -78,7 +78,20 @@ class HashedNgramEmbedding(nn.Module):
         # dense (buckets + 1, C) tensor per lookup, and zeroing and summing those
         # costs more than the rest of the step once the table has ~10^6 rows
         # (benchmarks/ngram_table.py prints the ratio).
-        return self.table(torch.stack(orders[: self.max_n - 1])).sum(dim=0)  # (n-1, B, T, C) -> (B, T, C)
+        ids = torch.stack(orders[: self.max_n - 1])  # (n-1, B, T)
+        rows = _sparse_lookup(self.table, ids) if self.training and self.table.sparse else self.table(ids)
+        return rows.sum(dim=0)  # (n-1, B, T, C) -> (B, T, C)
+
+
+@torch.compiler.disable
+def _sparse_lookup(table: nn.Embedding, ids: Tensor) -> Tensor:
+    """``table(ids)``, run as is under ``torch.compile``: a lookup whose gradient is sparse stays out of the graph.
+
+    Inductor cannot build a sparse gradient (it needs ``nonzero``, whose size depends on the
+    data), and in the graph such a lookup splits it at every call. Run as is, it is one input
+    of the compiled graph, and its backward fills only the rows the batch used.
+    """
+    return table(ids)
 
 
 class WideNgramBag(nn.Module):

@@ -7,6 +7,8 @@ corruption and a resumed run draws the same noise.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -26,21 +28,40 @@ def drop_tokens(input_ids: Tensor, p: float, pad_id: int, generator: torch.Gener
 SHORTEST_SPAN = 4  # tokens: a span shorter than this is rarely a phrase with a sentiment of its own
 
 
-def crop_spans(input_ids: Tensor, p: float, pad_id: int, generator: torch.Generator | None = None) -> Tensor:
+def crop_spans(
+    input_ids: Tensor,
+    p: float,
+    pad_id: int,
+    generator: torch.Generator | None = None,
+    longest: int | None = None,
+) -> Tensor:
     """Replace each row, with probability ``p``, by a random contiguous span of its text.
 
-    A row is ``[CLS] t_1 … t_n [SEP]`` then PAD. A cropped row is ``[CLS] t_s … t_{s+l-1} [SEP]``:
-    the span length ``l`` is drawn uniformly from ``min(4, n)`` to ``n`` and its start ``s``
-    uniformly among the places it fits; the label stays the review's. Reviews are long and
-    the texts a reader types are short: training on spans too puts short texts in
-    distribution, the way a bag of n-grams never minds the length.
+    A row is ``[CLS] t_1 … t_n [SEP]`` then PAD. A cropped row is ``[CLS] t_s … t_{s+l-1} [SEP]``,
+    its start ``s`` uniform among the places the span fits; the label stays the review's.
+    Reviews are long and the texts a reader types are short: training on spans too puts
+    short texts in distribution, the way a bag of n-grams never minds the length.
+
+    The span length ``l``:
+
+    - ``longest`` None: uniform from ``min(4, n)`` to ``n``. A review's span is then as short
+      as the review is, so the short spans come mostly from short reviews, and their label
+      share becomes what the model expects of any short text;
+    - ``longest`` L: log-uniform from 4 to L tokens, cut at ``n``: one distribution for every
+      review, so a span's length says nothing of the review it came from, and about two in
+      five spans are under 16 tokens at L = 126.
     """
     B, T = input_ids.shape
     lengths = (input_ids != pad_id).sum(dim=1)  # (B,) [CLS] and [SEP] included
     n = (lengths - 2).clamp(min=0)  # (B,) the text's own tokens
     shortest = n.clamp(max=SHORTEST_SPAN)
     u = torch.rand((3, B), generator=generator, device=input_ids.device)
-    span = shortest + (u[0] * (n - shortest + 1)).long().clamp(max=n - shortest)  # (B,) in [shortest, n]
+    if longest is None:
+        span = shortest + (u[0] * (n - shortest + 1)).long().clamp(max=n - shortest)  # (B,) in [shortest, n]
+    else:
+        low, high = math.log(SHORTEST_SPAN), math.log(max(longest, SHORTEST_SPAN) + 1)
+        drawn = torch.exp(low + u[0] * (high - low)).long().clamp(SHORTEST_SPAN, max(longest, SHORTEST_SPAN))
+        span = torch.minimum(drawn, n)  # (B,) in [shortest, n]: drawn >= 4
     start = 1 + (u[1] * (n - span + 1)).long().clamp(max=n - span)  # (B,) in [1, n - span + 1]
     position = torch.arange(T, device=input_ids.device)  # (T,)
     source = (start[:, None] + position[None, :] - 1).clamp(0, T - 1)  # (B, T): position j reads t_{s+j-1}

@@ -119,18 +119,21 @@ class Classification(nn.Module):
         teacher: nn.Module | None = None,
         distill: float = 0.0,
         spans: float = 0.0,
+        span_length: str = "review",
     ):
         super().__init__()
         self.model = model
         self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
         self.spans = spans
+        # review: a span up to its review's length; log: log-uniform up to the longest text the model reads
+        self.longest_span = None if span_length == "review" else model.config.max_len - 2
         self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
 
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         if isinstance(self.teacher, OutOfFold):
             labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)
         if self.spans:
-            ids = crop_spans(ids, self.spans, self.model.pad_id, generator)
+            ids = crop_spans(ids, self.spans, self.model.pad_id, generator, self.longest_span)
         if self.token_dropout:
             ids = drop_tokens(ids, self.token_dropout, self.model.pad_id, generator)
         return ids, labels
@@ -190,7 +193,9 @@ def fit(
     ``teacher`` and ``distill`` > 0 the targets mix in its probabilities (:class:`Classification`);
     with several processes (``world``) only rank 0 validates, selects and records.
     """
-    objective = Classification(model, config.label_smoothing, config.token_dropout, teacher, distill, config.spans)
+    objective = Classification(
+        model, config.label_smoothing, config.token_dropout, teacher, distill, config.spans, config.span_length
+    )
     steps = math.ceil(len(train) / config.batch_size)
     loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")
     history = History()

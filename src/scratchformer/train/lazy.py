@@ -146,6 +146,7 @@ class LazyAdamW(torch.optim.Optimizer):
         average.index_copy_(0, rows, average.index_select(0, rows).lerp_(p.index_select(0, rows), 1 - kept))
         state["row_ema_step"].index_fill_(0, rows, step)
 
+    @torch.compiler.disable  # the optimizer's bookkeeping, run as is when the model is compiled
     @torch.no_grad()
     def pay(self, p: Tensor, rows: Tensor) -> None:
         """Apply the decay ``rows`` of table ``p`` owe, so that a forward pass reads them as dense AdamW left them."""
