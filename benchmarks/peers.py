@@ -21,7 +21,7 @@ and batched as training batches them (``train.batch_size``, ``train.bucket_by_le
 each batch padded to its own longest text). Every model sees the same batches.
 
 - train samples/s: forward + cross-entropy + backward + the optimizer step (the
-  project's parameter groups and fused AdamW, for every model alike; ours updates its
+  project's parameter groups, weight decay and fused AdamW, for every model alike; ours updates its
   n-gram table as the recipe trains it: with ``train.sparse_ngrams``, lazy AdamW on the
   rows a batch used, else dense AdamW on every row);
 - predict texts/s: the forward pass in eval mode under ``torch.no_grad()``.
@@ -71,8 +71,8 @@ from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier, eval_mode
 from scratchformer.model.positional import SinusoidalPositionalEncoding
 from scratchformer.reporting import recipes
-from scratchformer.train.lazy import LazyAdamW, pay_before_reading
-from scratchformer.train.optim import adamw, ngram_tables, parameter_groups, sparse_tables
+from scratchformer.train.classify import Classification
+from scratchformer.train.optim import Settings, optimizers_and_average
 
 OUT = Path("benchmarks/results/peers.json")
 MODELS = ("ours", "bert", "torch")
@@ -185,18 +185,15 @@ class Contender:
 
 
 def optimizers(model: nn.Module, train: TrainConfig) -> list[torch.optim.Optimizer]:
-    """The optimizers training gives ``model``: AdamW, and for its n-gram table what ``train`` says.
+    """The optimizers training gives ``model`` (:func:`~scratchformer.train.optim.optimizers_and_average`), no EMA.
 
-    With ``train.sparse_ngrams`` the table's gradient is sparse and lazy AdamW updates the rows
-    a batch used, decaying them at ``train.ngram_decay`` (:mod:`scratchformer.train.lazy`); else
-    the table is one more dense parameter of AdamW's. The peers have no table: AdamW alone.
+    AdamW over the project's parameter groups; with ``train.sparse_ngrams``, lazy AdamW on the
+    rows of ours' n-gram table a batch used, else the table is one more dense parameter of
+    AdamW's. The peers have no table: AdamW alone.
     """
-    tables = sparse_tables(model) if train.sparse_ngrams else []
-    groups = parameter_groups([model], 0.0, exclude=tables, ngram_decay=train.ngram_decay if ngram_tables(model) else 0)
-    lazy = [LazyAdamW(tables, train.lr, weight_decay=train.ngram_decay)] if tables else []
-    for table in ngram_tables(model) if lazy else []:
-        pay_before_reading(table, lazy[0])  # as training does: a row pays its owed decay before it is read
-    return [adamw(groups, train.lr, "cpu"), *lazy]
+    settings = dataclasses.replace(Settings.training(train), ema_decay=0.0)
+    found, _ = optimizers_and_average(Classification(model), settings, torch.device("cpu"))
+    return found
 
 
 def contenders(

@@ -304,3 +304,25 @@ def test_profile_epoch_splits_a_recipe_epoch_into_every_category(tmp_path):
     assert 0 < draws < sum(seconds.values())
     assert set(run["before_training"]) == {"read and check the corpus", "tokenize"}
     assert run["steps"] == 8 and run["profiled_epoch_seconds"] > 0  # 240 fixture texts, batches of 32
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_peers_trains_ours_with_the_optimizers_training_gives_its_n_gram_table(sparse):
+    import dataclasses
+
+    from fixtures import tiny_config
+
+    from scratchformer.config import TrainConfig
+    from scratchformer.model.classifier import TransformerClassifier
+    from scratchformer.train.lazy import LazyAdamW
+
+    peers = load("peers")
+    model = TransformerClassifier(tiny_config(ngram_max=3, ngram_buckets=64), vocab_size=50)
+    train = dataclasses.replace(TrainConfig(), sparse_ngrams=sparse, ngram_decay=0.3, ema_decay=0.99)
+    found = peers.optimizers(model, train)
+    table = model.ngrams.table.weight
+    assert [type(o) for o in found] == ([torch.optim.AdamW, LazyAdamW] if sparse else [torch.optim.AdamW])
+    in_adamw = any(p is table for group in found[0].param_groups for p in group["params"])
+    assert in_adamw is not sparse and model.ngrams.table.sparse is sparse  # the table in one optimizer only
+    decays = {g["weight_decay"] for g in found[0].param_groups}
+    assert train.weight_decay in decays  # the linear layers decay as in training
