@@ -13,6 +13,9 @@
    (``--devices cpu cuda``; default: cpu, and cuda when present), in fp32, bf16 and (CUDA
    only) fp16 autocast, as the training loop runs it. Prints samples/s and the ratio
    to fp32 on the same device.
+5. Dropout masks: ``nn.Dropout`` (``bernoulli_``) vs ``model.dropout_draw: uniform``
+   (``rand_like >= p``) on an attention-weights-sized tensor at 128 tokens, forward and
+   backward. Prints the ratio.
 
 Run from the repository root after `dvc repro` (part 2 reads data/raw and
 data/tokenizer; it is skipped with a note when they are missing):
@@ -33,6 +36,7 @@ from torch import nn
 from scratchformer.config import ModelConfig
 from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.model.dropout import dropout
 from scratchformer.train.optim import adamw, autocast, parameter_groups
 
 VOCAB = 21128
@@ -171,6 +175,22 @@ def optimizer_comparison(steps: int) -> None:
         print(f"   {name:12s} {value:8.1f}/s  ratio {value / results['multi-tensor']:.2f}x")
 
 
+def dropout_comparison(steps: int, batch: int) -> None:
+    print(f"5. attention dropout on a (B, H, T, T) = ({batch}, 4, 128, 128) tensor, forward + backward (passes/s)")
+    weights = torch.rand(batch, 4, 128, 128, requires_grad=True)
+    results = {}
+    for draw in ("bernoulli", "uniform"):
+        layer = dropout(0.1, draw).train()  # nn.Dropout (bernoulli_) | UniformDropout (rand_like >= p)
+        for _ in range(3):
+            layer(weights).sum().backward()
+        start = time.perf_counter()
+        for _ in range(steps):
+            layer(weights).sum().backward()
+        results[draw] = steps / (time.perf_counter() - start)
+    for name, value in results.items():
+        print(f"   {name:12s} {value:8.1f}/s  ratio {value / results['bernoulli']:.2f}x")
+
+
 def precision_comparison(steps: int, batch: int, devices: list[str]) -> None:
     print("4. precision x device (training samples/s of our encoder, full-length batches)")
     for name in devices:
@@ -201,6 +221,7 @@ def main() -> None:
     padding_comparison(args.steps, args.batch)
     optimizer_comparison(args.steps)
     precision_comparison(args.steps, args.batch, args.devices)
+    dropout_comparison(args.steps, args.batch)
 
 
 if __name__ == "__main__":

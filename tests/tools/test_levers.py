@@ -202,3 +202,29 @@ def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tm
     )
     assert lines[-1].endswith(": **below**.")
     assert paired_block(tmp_path / "none.json") is None
+
+
+def test_the_paired_table_shows_unseen_test_and_short_reviews_only_where_every_run_has_them():
+    from tools.docs.levers import paired_table
+
+    def run(seed, short=None):
+        found = {"seed": seed, "validation_accuracy": 0.9, "validation_unseen_accuracy": 0.88, "test_accuracy": 0.91}
+        return found | {"test_unseen_accuracy": 0.89} | ({"short_accuracy": short} if short is not None else {})
+
+    def side(*runs):
+        means = {k: v for k, v in runs[0].items() if k not in ("seed", "short_accuracy")}
+        shorts = [r["short_accuracy"] for r in runs if "short_accuracy" in r]
+        return (
+            means
+            | ({"short_accuracy": sum(shorts) / len(shorts)} if len(shorts) == len(runs) else {})
+            | {"runs": list(runs)}
+        )
+
+    table = paired_table("run", [("control", side(run(42, 0.9), run(43, 0.8))), ("lever", side(run(42, 1.0)))])
+    header, *rows = [
+        [c.strip() for c in line.strip("|").split("|")] for line in table.splitlines() if "---" not in line
+    ]
+    assert header[-2:] == ["unseen test", "short reviews"]
+    assert [r[-1] for r in rows] == ["0.9000", "0.8000", "1.0000", "0.8500", "1.0000"]
+    older = paired_table("run", [("control", side(run(42), run(43))), ("lever", side(run(42, 1.0)))])
+    assert "short reviews" not in older and "unseen test" in older  # a side without the short score: no column

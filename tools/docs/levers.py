@@ -257,19 +257,25 @@ def recipe_line(records: list[dict], name: str, recipe: dict[str, Any], timing: 
 
 PAIRED = Path("benchmarks/results/levers")
 ACCURACIES = ("validation_accuracy", "validation_unseen_accuracy", "test_accuracy")
+# Scored by the benchmarks' newer records only: a column where every run and mean of a table has it.
+WHERE_PRESENT = {"test_unseen_accuracy": "unseen test", "short_accuracy": "short reviews"}
 
 
 def paired_table(first: str, sides: list[tuple[str, dict]], mean: str = "mean", seconds: bool = False) -> str:
     """Each side's runs (seed, [seconds,] accuracies), then a ``<label>, <mean>`` row per side.
 
     ``sides``: (label, record) with ``runs`` and the means over them, as benchmarks/recipe_time.py
-    and benchmarks/lever.py write them; ``first``: the first column's header.
+    and benchmarks/lever.py write them; ``first``: the first column's header. The unseen test
+    and short-review accuracies are columns when every run and side has them.
     """
+    every = [run for _, side in sides for run in side["runs"]] + [side for _, side in sides]
+    extra = [key for key in WHERE_PRESENT if all(key in values for values in every)]
     header = [first, "seed", *(["seconds"] if seconds else []), "validation", "unseen validation", "test"]
+    header += [WHERE_PRESENT[key] for key in extra]
 
     def row(label: str, seed: str, values: dict) -> list[str]:
         time = [f"{values['seconds']:.0f}"] if seconds else []
-        return [label, seed, *time, *(f"{values[key]:.4f}" for key in ACCURACIES)]
+        return [label, seed, *time, *(f"{values[key]:.4f}" for key in (*ACCURACIES, *extra))]
 
     rows = [row(label, str(run["seed"]), run) for label, side in sides for run in side["runs"]]
     rows += [row(f"{label}, {mean}", "", side) for label, side in sides]
