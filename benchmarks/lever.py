@@ -12,7 +12,11 @@ answer to a review resampled with it
 95% interval excludes 0, else "level".
 
     python benchmarks/lever.py --set data.label_issues=drop [--base KEY=VALUE …] [--seeds 42 43 44]
-        [--name label-drop] [--keep]
+        [--name label-drop] [--keep] [--control-record FILE]
+
+``--control-record`` takes the control's runs from an earlier record whose lever side had
+exactly this ``--base`` as its settings (the runs are deterministic on one machine), so a
+lever stacked on an earlier one runs only its own side.
 
 The experiments are named ``<name>-control-s<seed>`` and ``<name>-s<seed>``; ``--keep``
 fetches them into this repository. Writes ``benchmarks/results/levers/<name>.json``.
@@ -65,6 +69,26 @@ def inputs_for(settings: list[str]) -> list[str]:
     return recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), overrides))
 
 
+def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
+    """The lever side of an earlier record as this run's control: its runs of ``seeds`` and their answers.
+
+    Each reused run must have been run with exactly ``base`` and its seed, so that the
+    comparison is the one a control run now would give (the runs are deterministic).
+    """
+    earlier = {run["seed"]: run for run in json.loads(path.read_text(encoding="utf-8"))["lever_runs"]["runs"]}
+    runs = []
+    for seed in seeds:
+        if seed not in earlier:
+            raise SystemExit(f"{path}: no lever run of seed {seed} (it has {sorted(earlier)})")
+        if earlier[seed]["settings"] != [*base, f"seed={seed}"]:
+            raise SystemExit(f"{path}: seed {seed} ran with {earlier[seed]['settings']}, not --base {base}")
+        runs.append(earlier[seed])
+    answers = [
+        {key: np.array([c == "1" for c in run[f"validation_{key}"]]) for key in ("right", "seen")} for run in runs
+    ]
+    return runs, answers
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--set", nargs="+", required=True, metavar="KEY=VALUE", help="the lever's settings")
@@ -72,16 +96,27 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44], help="(default: %(default)s)")
     parser.add_argument("--name", help="the lever's name (default: from --set)")
     parser.add_argument("--keep", action="store_true", help="fetch the experiments into this repository")
+    parser.add_argument(
+        "--control-record",
+        type=Path,
+        metavar="FILE",
+        help="an earlier record of this benchmark whose lever side is this control (its --base and --set are "
+        "this --base): its runs of the seeds are reused instead of run again",
+    )
     args = parser.parse_args(argv)
     name = args.name or "-".join(s.replace("=", "-").replace(".", "-").replace("_", "-") for s in args.set)
     inputs = inputs_for([*args.base, *args.set])
     runs: dict[str, list] = {"control": [], "lever": []}
     answers: dict[str, list] = {"control": [], "lever": []}
+    sides = [("control", [], f"{name}-control"), ("lever", args.set, name)]
+    if args.control_record:
+        runs["control"], answers["control"] = recorded_control(args.control_record, args.base, args.seeds)
+        sides = sides[1:]
     with tempfile.TemporaryDirectory() as tmp:
         clone, commit = recipe_time.fresh_clone(Path(tmp), "HEAD", inputs)
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}
         for seed in args.seeds:
-            for side, extra, label in (("control", [], f"{name}-control"), ("lever", args.set, name)):
+            for side, extra, label in sides:
                 settings = [*args.base, *extra, f"seed={seed}"]
                 record, answered = run_side(clone, env, f"{label}-s{seed}", settings)
                 runs[side].append({"seed": seed, **record})
@@ -90,6 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.keep:
             recipe_time.keep_experiments(clone)
     result = {
+        **({"control_record": str(args.control_record)} if args.control_record else {}),
         "lever": name,
         "set": args.set,
         "base": args.base,

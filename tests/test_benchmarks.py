@@ -229,6 +229,20 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
     assert (compared["n"], compared["delta"]) == (30, pytest.approx(-2 / 30))  # the lever minus the control
     assert compared["ci95"]["hi"] <= 0
 
+    # A lever stacked on that one: its control is the lever side above, taken from the record, not run again.
+    (bin_dir / "runs.txt").unlink()
+    first = tmp_path / "out" / "data-label-issues-drop.json"
+    base = ["--base", "train.epochs=1", "data.label_issues=drop", "--seeds", "42", "43"]
+    stacked = lever.main(["--set", "train.spans=0.3", *base, "--control-record", str(first)])
+    assert (bin_dir / "runs.txt").read_text().splitlines() == [
+        "-n train-spans-0-3-s42 -S train.epochs=1 -S data.label_issues=drop -S train.spans=0.3 -S seed=42",
+        "-n train-spans-0-3-s43 -S train.epochs=1 -S data.label_issues=drop -S train.spans=0.3 -S seed=43",
+    ]
+    assert stacked["control"]["runs"] == result["lever_runs"]["runs"]
+    assert stacked["unseen_validation"]["delta"] == pytest.approx(0.0)  # both sides miss 15 and 25
+    with pytest.raises(SystemExit, match="seed 42 ran with"):  # a record whose lever side had other settings
+        lever.main(["--set", "train.spans=0.3", "--base", "train.epochs=2", "--control-record", str(first)])
+
 
 def run_peers(tmp_path: Path, *flags: str) -> dict:
     """benchmarks/peers.py in its tiny mode on the fixture corpus and tokenizer; the record it wrote."""
