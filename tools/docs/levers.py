@@ -172,7 +172,13 @@ def update_levers(path: Path, exp_show: list[dict] | None, record: Path = RECORD
 def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
     """The runs on the corpus's own splits whose params are exactly the defaults plus ``recipe``."""
     wanted = {k: v for k, v in sorted(recipe.items()) if REFERENCE.get(k) != v}
-    return [r for r in records if not r["resplit"] and r["changed"] == wanted]
+    return [r for r in records if not r["resplit"] and _meant(r["changed"]) == _meant(wanted)]
+
+
+def _meant(changed: dict[str, Any]) -> dict[str, Any]:
+    """``changed`` without the keys its other settings make idle: a span length where nothing is cropped."""
+    idle = changed.get("train.spans", REFERENCE.get("train.spans")) == 0
+    return {k: v for k, v in changed.items() if not (k == "train.span_length" and idle)}
 
 
 def _seeds(runs: list[dict]) -> str:
@@ -302,7 +308,10 @@ def paired_block(path: Path) -> str | None:
     record = json.loads(path.read_text(encoding="utf-8"))
     settings = ", ".join(f"`{s}`" for s in record["set"])
     base = ", ".join(f"`{s}`" for s in record["base"]) or "params.yaml as committed"
-    table = paired_table("run", [("control", record["control"]), (settings, record["lever_runs"])])
+    sides = [("control", record["control"]), (settings, record["lever_runs"])]
+    median = {label: statistics.median(run["seconds"] for run in side["runs"]) for label, side in sides}
+    timed = [(label, {**side, "seconds": median[label]}) for label, side in sides]  # a run's time: the median
+    table = paired_table("run", timed, "median / mean", seconds=True)
     return (
         f"Measured by `benchmarks/lever.py` at commit `{record['commit'][:7]}`: {settings} against the same "
         f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.\n\n"

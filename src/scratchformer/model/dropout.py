@@ -2,7 +2,7 @@
 
 In training, dropout zeroes each element with probability ``p`` and scales the survivors by
 ``1 / (1 - p)``, so that the expected activation is unchanged. ``nn.Dropout`` draws that mask
-with ``bernoulli_``, which on a CPU takes about twice as long as drawing as many
+with ``bernoulli_``, which on a CPU takes longer than drawing as many
 uniform numbers in [0, 1) and keeping the elements whose number is at least ``p``: the same
 Bernoulli(1 - p) mask, other random draws. The attention's dropout masks a
 (B, H, T, T) tensor in every layer, so at 128 tokens the draw is a large part of a CPU
