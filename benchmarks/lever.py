@@ -83,10 +83,7 @@ def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[lis
         if earlier[seed]["settings"] != [*base, f"seed={seed}"]:
             raise SystemExit(f"{path}: seed {seed} ran with {earlier[seed]['settings']}, not --base {base}")
         runs.append(earlier[seed])
-    answers = [
-        {key: np.array([c == "1" for c in run[f"validation_{key}"]]) for key in ("right", "seen")} for run in runs
-    ]
-    return runs, answers
+    return runs, [recipe_time.recorded_answers(run) for run in runs]
 
 
 def main(argv: list[str] | None = None) -> dict:

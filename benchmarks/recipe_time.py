@@ -226,6 +226,11 @@ def summary(runs: list[dict]) -> dict:
     }
 
 
+def recorded_answers(run: dict) -> dict[str, np.ndarray]:
+    """A recorded run's validation answers as :func:`validation_answers` gives them."""
+    return {key: np.array([c == "1" for c in run[f"validation_{key}"]]) for key in ("right", "seen")}
+
+
 def recorded(path: Path, seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
     """The earlier commit's runs of ``seeds`` from a record this benchmark wrote, and their answers."""
     earlier = {run["seed"]: run for run in json.loads(path.read_text(encoding="utf-8"))["against"]["runs"]}
@@ -233,7 +238,7 @@ def recorded(path: Path, seeds: list[int]) -> tuple[list[dict], list[dict[str, n
     if missing:
         raise SystemExit(f"{path}: no earlier run of seed {missing[0]} (it has {sorted(earlier)})")
     runs = [earlier[seed] for seed in seeds]
-    flags = [{key: np.array([c == "1" for c in run[f"validation_{key}"]]) for key in ("right", "seen")} for run in runs]
+    flags = [recorded_answers(run) for run in runs]
     return runs, flags
 
 
