@@ -147,3 +147,25 @@ def test_the_model_hashes_once_and_both_readers_get_their_own_orders():
         h, pad, _ = model.encode(ids)  # each reader hashing on its own
         alone = model.head(model.pool(h, pad)[0]) + model.wide(ids)
         assert torch.allclose(model(ids), alone, atol=1e-6)
+
+
+def test_under_torch_compile_only_the_sparse_lookup_leaves_the_graph():
+    """Eval compiles whole; training with sparse n-gram rows breaks the graph at that lookup only.
+
+    ``_sparse_lookup`` is kept out of the graph (Inductor cannot build a sparse gradient);
+    everything else must stay in it, or a compiled step pays a graph break per call. (Dynamo
+    counts one break in each frame the call sits in, so the count is not 1; every reason is it.)
+    """
+    from scratchformer.model.classifier import TransformerClassifier
+    from scratchformer.train.optim import sparse_tables
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(tiny_config(ngram_max=3, wide_ngrams=2, ngram_buckets=64, dropout=0.1), 50)
+    ids = torch.randint(1, 50, (2, 8))
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(model.eval())(ids).graph_break_count == 0
+    sparse_tables(model)
+    torch._dynamo.reset()
+    training = torch._dynamo.explain(model.train())(ids)
+    assert training.graph_break_count > 0
+    assert all("_sparse_lookup" in str(reason) for reason in training.break_reasons)
