@@ -184,3 +184,22 @@ def test_the_docs_make_the_table_from_the_record_and_the_line_from_the_corpus_re
     src = pages.Sources(tmp_path)
     assert pages.make("corpora", "", src) == corpora.corpora_block(kept)
     assert pages.make("corpus-online-shopping", "", src) == corpora.recipe_block("online-shopping", ROOT / "recipes")
+
+
+def test_a_recipes_runs_are_renamed_seed_by_seed_and_a_taken_name_is_refused(tmp_path):
+    record = tmp_path / "corpora.json"
+    corpora.merge(record, *corpora.gathered(experiments(sweep())))
+    kept = corpora.rename(record, "tf", "tf-old")
+    names = [r["name"] for r in json.loads(record.read_text())["runs"]]
+    assert names == ["tf-old-c0ffee1-s52", "tf-old-s42", "wide-s42", "products-default-s42"]
+    assert tables(corpora.corpora_block(kept))["ChnSentiCorp"][1][0][:2] == ["`tf-old`", "42, 52"]
+    corpora.merge(record, *corpora.gathered(experiments(exp_show(exp("tf-s42", 0.9, 0.9)))))
+    with pytest.raises(SystemExit, match="already has a run named tf-old-s42"):
+        corpora.rename(record, "tf", "tf-old")
+    with pytest.raises(SystemExit, match="no run named wid "):
+        corpora.rename(record, "wid", "w")  # a prefix of a name is not a run's name
+    assert [r["name"] for r in json.loads(record.read_text())["runs"]][:3] == [
+        "tf-old-c0ffee1-s52",
+        "tf-old-s42",
+        "tf-s42",
+    ]

@@ -8,7 +8,10 @@ only in the clone that ran them, so the table is rebuilt from a record, ``docs/c
   ``dvc exp show --json --all-commits``, and with ``--workspace NAME`` the workspace's run
   (``params.yaml`` and ``dvc metrics show``) under NAME, then rewrites the block;
 - ``python -m tools.docs.corpora baselines --params P --metrics M`` adds a
-  ``metrics/baseline.json`` made by the baseline stage outside the pipeline, from params file P.
+  ``metrics/baseline.json`` made by the baseline stage outside the pipeline, from params file P;
+- ``python -m tools.docs.corpora rename OLD NEW`` renames the runs of ``OLD`` (each seed's,
+  ``OLD-s42`` or ``OLD-<commit>-s42``) to ``NEW``, keeping their suffixes: a recipe that
+  changed keeps its earlier runs under a name of their own before the new runs take ``OLD``.
 
 A run is kept under its corpus and name, the n-gram baselines under their corpus, seed and
 the data settings that decide the splits (:data:`SPLIT_KEYS`): the same baselines are
@@ -151,6 +154,29 @@ def merge(record: Path, runs: list[dict], baselines: list[dict]) -> dict[str, li
         merged[key] = [entries[k] for k in sorted(entries, key=lambda k: tuple(map(str, k)))]
     write_text(record, json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
     return merged
+
+
+def rename(record: Path, old: str, new: str, corpus: str | None = None) -> dict[str, list[dict]]:
+    """Rename the runs of ``old`` (on ``corpus``, or every corpus) to ``new`` in ``record`` and write it.
+
+    A run of ``old`` is named ``old``, or ``old`` then its seed suffix (``-s42``, ``-c0ffee1-s42``),
+    which stays. Refused, with nothing written, when no run is ``old``'s or a new name is taken.
+    """
+    kept = read_record(record)
+    names = {_run_key(e) for e in kept["runs"]}
+    renamed = 0
+    for entry in kept["runs"]:
+        suffix = entry["name"][len(old) :]
+        if (corpus in (None, entry["corpus"])) and entry["name"].startswith(old) and SEED.fullmatch(suffix or "-s0"):
+            if (entry["corpus"], new + suffix) in names:
+                raise SystemExit(f"{record}: {entry['corpus']} already has a run named {new + suffix}")
+            entry["name"] = new + suffix
+            renamed += 1
+    if not renamed:
+        raise SystemExit(f"{record}: no run named {old} or {old}-…-s<seed>" + (f" on {corpus}" if corpus else ""))
+    kept["runs"].sort(key=lambda e: tuple(map(str, _run_key(e))))
+    write_text(record, json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
+    return kept
 
 
 def workspace_record(name: str, params_path: Path, metrics_show: dict) -> dict[str, Any]:
@@ -302,7 +328,11 @@ def main(argv: list[str] | None = None) -> None:
     fitted = sub.add_parser("baselines", help="record a baseline.json made by the baseline stage outside dvc")
     fitted.add_argument("--params", type=Path, required=True, help="the params file the baseline stage ran with")
     fitted.add_argument("--metrics", type=Path, required=True, help="the baseline.json it wrote")
-    for p in (record, fitted):
+    renamed = sub.add_parser("rename", help="rename a run's seeds (OLD-s42, OLD-<commit>-s42) to NEW")
+    renamed.add_argument("old")
+    renamed.add_argument("new")
+    renamed.add_argument("--corpus", help="only this corpus's runs (default: every corpus's)")
+    for p in (record, fitted, renamed):
         p.add_argument("--record", type=Path, default=RECORD, help="default: %(default)s")
         p.add_argument("--page", type=Path, default=PAGE, help="the page whose corpora block is rewritten")
     args = parser.parse_args(argv)
@@ -311,6 +341,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.workspace:
             records.insert(0, workspace_record(args.workspace, Path("params.yaml"), dvc_json("metrics", "show")))
         runs, baselines = gathered(records)
+    elif args.what == "rename":
+        update_page(args.page, rename(args.record, args.old, args.new, args.corpus))
+        print(f"renamed the runs of {args.old} to {args.new}; updated {args.record} and {args.page}")
+        return
     else:
         entry = baseline_entry(baselines_record(args.params, args.metrics))
         if entry is None:
