@@ -340,3 +340,34 @@ def test_peers_trains_ours_with_the_optimizers_training_gives_its_n_gram_table(s
     assert in_adamw is not sparse and model.ngrams.table.sparse is sparse  # the table in one optimizer only
     decays = {g["weight_decay"] for g in found[0].param_groups}
     assert train.weight_decay in decays  # the linear layers decay as in training
+
+
+def test_compile_cost_rates_four_steps_and_names_the_operations_that_take_the_time(tmp_path, monkeypatch):
+    """Tiny mode on the fixtures, ``torch.compile`` as the identity (compiling is what a full run measures)."""
+    from fixtures import write_corpus, write_tokenizer
+
+    monkeypatch.setattr(torch, "compile", lambda model: model)
+    out = tmp_path / "cost.json"
+    argv = ["--tiny", "--recipe", "default", "--threads", str(torch.get_num_threads()), "--out", str(out)]
+    argv += ["--source", str(write_corpus(tmp_path / "corpus")), "--tokenizer", str(write_tokenizer(tmp_path / "tok"))]
+    compile_cost = load("compile_cost")
+    compile_cost.main(argv)
+    record = json.loads(out.read_text(encoding="utf-8"))
+    rates = record["train_samples_per_s"]
+    assert set(rates) == {"attention dropout", "no attention dropout"}
+    assert all(set(r) == {"eager", "compiled"} and min(r.values()) > 0 for r in rates.values())
+    for variant, ratio in record["compiled_over_eager"].items():
+        assert ratio == pytest.approx(rates[variant]["compiled"] / rates[variant]["eager"], abs=2e-3)
+    for mode, ratio in record["attention_dropout_cost"].items():
+        assert ratio == pytest.approx(rates["no attention dropout"][mode] / rates["attention dropout"][mode], abs=2e-3)
+    for ops in record["heaviest"].values():
+        assert ops and all(o["ms_per_step"] >= 0 and o["calls_per_step"] > 0 for o in ops)
+        assert [o["share"] for o in ops] == sorted((o["share"] for o in ops), reverse=True)
+    from fixtures import tiny_config
+
+    from scratchformer.config import TrainConfig
+
+    for on in (True, False):
+        built = compile_cost.build(tiny_config(dropout=0.1), 30, 0, TrainConfig(), False, on)
+        assert [b.attn.attn_dropout.p for b in built.model.blocks] == [0.1 if on else 0.0]
+        assert built.model.dropout.p == 0.1  # only the attention's dropout is switched off
