@@ -149,11 +149,16 @@ def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_ti
         "ratio": 0.5,
         "unseen_validation": {"delta": -0.0031, "ci95": {"lo": -0.0112, "hi": 0.0046}, "n": 862, "verdict": "level"},
     }
-    assert timing_sentence(seeds, "transformer", recipe) == (
+    said = ("transformer", recipe)
+    assert timing_sentence(seeds, *said) == (
         " From a fresh clone with an empty DVC cache, `benchmarks/recipe_time.py` ran it (seeds 42, 52, 62, means: "
         "validation 0.9300, test 0.9400, unseen validation 0.9000) in a median of 5.0 minutes on 2 x86_64 CPU cores."
         " The recipe as commit b35c8c7 wrote it took 10.0 minutes on the same seeds, run one after the other:"
         " **0.50x** the time; unseen validation -0.0031 [-0.0112, +0.0046] (paired bootstrap over 862 reviews): level."
+    )
+    recorded = timing_sentence({**seeds, "against_record": "benchmarks/results/recipe_time-b35c8c7.json"}, *said)
+    assert "on the same seeds, in the runs recorded in `benchmarks/results/recipe_time-b35c8c7.json`: **0.50x**" in (
+        recorded
     )
     assert timing_sentence(timing, "transformer", {**recipe, "train.epochs": 12}) == ""  # timed before a change
     assert timing_sentence(timing, "best", recipe) == ""

@@ -208,7 +208,9 @@ def timing_sentence(timing: dict | None, name: str, recipe: dict[str, Any]) -> s
     """What ``benchmarks/recipe_time.py`` measured for these exact settings of ``name``; "" when it has not.
 
     With a run ``--against`` an earlier commit, a second sentence: the time ratio and the
-    unseen validation difference, with its paired interval and verdict.
+    unseen validation difference, with its paired interval and verdict. The earlier commit's
+    runs either ran just before these (``--against``) or come from a record of an earlier day
+    (``--against-record``): the sentence says which.
     """
     if (
         not timing
@@ -229,9 +231,14 @@ def timing_sentence(timing: dict | None, name: str, recipe: dict[str, Any]) -> s
     earlier, compared = timing.get("against"), timing.get("unseen_validation")
     if earlier and compared:
         ci = compared["ci95"]
+        when = (
+            f"in the runs recorded in `{timing['against_record']}`"
+            if timing.get("against_record")
+            else "run one after the other"
+        )
         sentence += (
             f" The recipe as commit {earlier['commit'][:7]} wrote it took {earlier['seconds'] / 60:.1f} minutes"
-            f" on the same seeds, run one after the other: **{timing['ratio']:.2f}x** the time; unseen validation"
+            f" on the same seeds, {when}: **{timing['ratio']:.2f}x** the time; unseen validation"
             f" {compared['delta']:+.4f} [{ci['lo']:+.4f}, {ci['hi']:+.4f}] (paired bootstrap over"
             f" {compared['n']} reviews): {compared['verdict']}."
         )
