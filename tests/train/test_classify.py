@@ -571,3 +571,43 @@ def test_the_objective_crops_spans_as_train_span_length_says(span_length, longes
     model = TransformerClassifier(tiny_config(max_len=32), vocab_size=50)
     objective = Classification(model, spans=1.0, span_length=span_length)
     assert objective.longest_span == longest  # log: up to the longest text the model reads, [CLS] and [SEP] aside
+
+
+def test_clause_spans_are_whole_clauses_and_a_short_draw_is_one_clause():
+    """``span_length=clause``: every span starts where a clause starts and ends where one ends."""
+    from scratchformer.train.augment import crop_spans
+
+    end, pad = 7, 0
+    clauses = [5, 9, 3, 14, 6, 11]  # tokens of each clause, its closing punctuation included but the last's
+    text = []
+    for k, size in enumerate(clauses):
+        text += [1000 + 100 * k + j for j in range(size - 1)] + [end]
+    text = text[:-1]  # the review's last clause has no closing mark
+    n = len(text)
+    firsts = {1} | {1 + i + 1 for i, t in enumerate(text) if t == end}  # positions (after [CLS]) a clause starts at
+    lasts = {1 + i for i, t in enumerate(text) if t == end} | {n}
+    ids = torch.tensor([[101, *text, 102, pad, pad]] * 3000)
+    cropped = crop_spans(ids, 1.0, pad, torch.Generator().manual_seed(0), 126, torch.tensor([end]))
+    one_clause = 0
+    for row in cropped.tolist():
+        length = sum(t != pad for t in row) - 2
+        assert row[0] == 101 and row[length + 1] == 102
+        first = text.index(row[1]) + 1  # the position in the review the span starts at
+        assert first in firsts and first + length - 1 in lasts, row
+        assert row[1 : length + 1] == text[first - 1 : first - 1 + length]  # contiguous, as in the review
+        one_clause += end not in row[1:length]  # no clause ends before the span's last token
+    assert 0.1 < one_clause / len(cropped) < 0.5  # short draws: one clause; long ones: several or all
+    windows = crop_spans(ids, 1.0, pad, torch.Generator().manual_seed(0), 126)  # without: windows cut clauses
+    assert any((text.index(row[1]) + 1) not in firsts for row in windows.tolist())
+
+
+def test_clause_spans_need_the_tokens_that_end_a_clause_and_training_crops_at_them():
+    model = TransformerClassifier(tiny_config(), 30)
+    with pytest.raises(ValueError, match="span_length=clause needs"):
+        Classification(model, spans=0.5, span_length="clause")
+    ids = torch.tensor([[1, 10, 11, 12, 13, 5, 14, 15, 16, 17, 18, 19, 2]] * 200)  # clauses 10..5 and 14..19
+    for span_length, whole in (("clause", True), ("log", False)):
+        objective = Classification(model, spans=1.0, span_length=span_length, clause_ends=torch.tensor([5]))
+        cropped, _ = objective.prepare(ids, torch.zeros(200, dtype=torch.long), torch.Generator().manual_seed(0))
+        starts = {row[1] for row in cropped.tolist()}
+        assert (starts <= {10, 14}) == whole, starts  # a clause's first token, or anywhere in a window

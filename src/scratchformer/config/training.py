@@ -45,7 +45,8 @@ class TrainConfig(OptimConfig):
     label_smoothing: float = 0.0
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     spans: float = 0.5  # chance that a training review is cropped to a random span of itself each step
-    span_length: Literal["review", "log"] = "log"  # a span's length: log-uniform to max_len; review: up to its review's
+    span_length: Literal["review", "log", "clause"] = "log"  # log-uniform to max_len; review: up to its review's;
+    # clause: log-uniform, then widened to whole clauses (punctuation-ended)
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy AdamW and EMA on the rows a batch uses
     ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)

@@ -120,6 +120,7 @@ class Classification(nn.Module):
         distill: float = 0.0,
         spans: float = 0.0,
         span_length: str = "review",
+        clause_ends: Tensor | None = None,
     ):
         super().__init__()
         self.model = model
@@ -127,13 +128,17 @@ class Classification(nn.Module):
         self.spans = spans
         # review: a span up to its review's length; log: log-uniform up to the longest text the model reads
         self.longest_span = None if span_length == "review" else model.config.max_len - 2
+        # clause: the span widened to whole clauses, which end at these tokens
+        if span_length == "clause" and clause_ends is None:
+            raise ValueError("train.span_length=clause needs the ids of the tokens that end a clause (clause_end_ids)")
+        self.clause_ends = clause_ends if span_length == "clause" else None
         self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
 
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         if isinstance(self.teacher, OutOfFold):
             labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)
         if self.spans:
-            ids = crop_spans(ids, self.spans, self.model.pad_id, generator, self.longest_span)
+            ids = crop_spans(ids, self.spans, self.model.pad_id, generator, self.longest_span, self.clause_ends)
         if self.token_dropout:
             ids = drop_tokens(ids, self.token_dropout, self.model.pad_id, generator)
         return ids, labels
@@ -180,6 +185,7 @@ def fit(
     world: World = ALONE,
     teacher: nn.Module | None = None,
     distill: float = 0.0,
+    clause_ends: Tensor | None = None,
 ) -> History:
     """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
@@ -191,10 +197,19 @@ def fit(
     objective); a loss that is not finite raises :class:`~scratchformer.train.loop.TrainingDivergedError`.
     With ``config.ema_decay`` > 0 the moving average is what is validated and recorded; with a
     ``teacher`` and ``distill`` > 0 the targets mix in its probabilities (:class:`Classification`);
-    with several processes (``world``) only rank 0 validates, selects and records.
+    with several processes (``world``) only rank 0 validates, selects and records. ``clause_ends``:
+    the tokens that end a clause, which ``train.span_length=clause`` needs
+    (:func:`~scratchformer.train.augment.clause_end_ids`).
     """
     objective = Classification(
-        model, config.label_smoothing, config.token_dropout, teacher, distill, config.spans, config.span_length
+        model,
+        config.label_smoothing,
+        config.token_dropout,
+        teacher,
+        distill,
+        config.spans,
+        config.span_length,
+        clause_ends,
     )
     steps = math.ceil(len(train) / config.batch_size)
     loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")

@@ -21,6 +21,7 @@ from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.model.checkpoint import load_pretrained
 from scratchformer.model.classifier import Ensemble, TransformerClassifier
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
+from scratchformer.train.augment import clause_end_ids
 from scratchformer.train.classify import History, fit, grad_norm_summary, seed_everything
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.recording import Recording
@@ -199,6 +200,7 @@ def train_member(
         world=world,
         teacher=teacher,
         distill=distill,
+        clause_ends=clause_end_ids(tokenizer.get_vocab()),
     )
     if world.main:  # only rank 0 validates and selects
         classifier.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the best epoch
