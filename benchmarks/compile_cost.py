@@ -46,7 +46,7 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.reporting import recipes
 
 HERE = Path(__file__).parent
-OUT = HERE / "results" / "compile_cost.json"
+OUT = Path("benchmarks/results/compile_cost.json")
 _spec = importlib.util.spec_from_file_location("peers", HERE / "peers.py")
 peers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(peers)

@@ -51,7 +51,7 @@ def test_every_generated_block_has_a_generator():
         "predict",
     }
     known |= {"experiments", "transformer", "peers", "profile", "corpora", "corpus-online-shopping", "recipe-time"}
-    known |= {"corpora-headline"}
+    known |= {"corpora-headline", "compile-cost"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
@@ -63,6 +63,7 @@ def test_every_generated_block_has_a_generator():
     [
         ("peers", speed.peers_block, speed.RESULTS, "python benchmarks/peers.py"),
         ("profile", speed.profile_block, speed.PROFILE, "python benchmarks/profile_epoch.py"),
+        ("compile-cost", speed.compile_cost_block, speed.COMPILE_COST, "python benchmarks/compile_cost.py"),
     ],
 )
 def test_the_speed_page_quotes_what_the_benchmarks_last_measured(name, make, results, command):

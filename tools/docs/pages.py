@@ -106,6 +106,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return speed.peers_block(src.root / speed.RESULTS)
     if name == "profile":
         return speed.profile_block(src.root / speed.PROFILE)
+    if name == "compile-cost":
+        return speed.compile_cost_block(src.root / speed.COMPILE_COST)
     if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever
         return levers.paired_block(src.root / levers.PAIRED / f"{name.removeprefix('lever-')}.json")
     if name == "recipe-time":  # before `recipe-`: the two commits' runs of the `transformer` recipe

@@ -1,5 +1,5 @@
-"""docs/speed.md's generated blocks: the peer comparison and the epoch profile, from what ``benchmarks/peers.py``
-and ``benchmarks/profile_epoch.py`` last wrote."""
+"""docs/speed.md's generated blocks: the peer comparison, the epoch profile and what compiling costs ours, from
+what ``benchmarks/peers.py``, ``benchmarks/profile_epoch.py`` and ``benchmarks/compile_cost.py`` last wrote."""
 
 from __future__ import annotations
 
@@ -66,6 +66,39 @@ def peers_block(path: Path = RESULTS) -> str | None:
 
 
 PROFILE = Path("benchmarks/results/profile_epoch.json")
+COMPILE_COST = Path("benchmarks/results/compile_cost.json")
+
+
+def compile_cost_block(path: Path = COMPILE_COST) -> str | None:
+    """The four rates (eager / compiled x attention dropout on / off) with their ratios, then the heaviest operations.
+
+    None before the benchmark has run.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
+    intro = (
+        f"Measured by `benchmarks/compile_cost.py` on {record['cpus']} {record['machine']} CPU cores at "
+        f"{record['threads']} threads{policy} (torch {record['torch']}): ours at the `{record['recipe']}` "
+        f"recipe's sizes, the median of {record['repeats']} interleaved passes over the same {record['steps']} "
+        f"batches of {record['batch_size']} ChnSentiCorp train texts; the attention's dropout rate is "
+        f"{record['attention_dropout']}."
+    )
+    rates = record["train_samples_per_s"]
+    rows = [
+        [variant, f"{r['eager']:,.0f}", f"{r['compiled']:,.0f}", ratio(record["compiled_over_eager"][variant])]
+        for variant, r in rates.items()
+    ]
+    rows.append(["without over with", *(ratio(record["attention_dropout_cost"][m]) for m in ("eager", "compiled")), ""])
+    table = markdown.table(["training samples/s", "eager", "compiled", "compiled / eager"], rows)
+    heaviest = [
+        [mode, f"`{op['name'][:70]}`", f"{op['calls_per_step']:g}", f"{op['ms_per_step']:.1f}", f"{op['share']:.0%}"]
+        for mode, ops in record["heaviest"].items()
+        for op in ops
+    ]
+    ops = markdown.table(["mode", "operation (self time)", "calls a step", "ms a step", "share"], heaviest)
+    return f"{intro}\n\n{table}\n\nThe operations that took the most time, with the attention's dropout on:\n\n{ops}"
 
 
 def profile_block(path: Path = PROFILE) -> str | None:
