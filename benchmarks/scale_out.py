@@ -68,7 +68,7 @@ def worker(samples: int, out: Path) -> None:
     steps = math.ceil(samples / params.train.batch_size)
     loop = Loop(
         Classification(build(params, vocab_size())),
-        dataclasses.replace(Settings.training(params.train), epochs=1),
+        dataclasses.replace(Settings.training(params.train), epochs=1, sparse_ngrams=False),  # DDP: dense tables
         params.seed,
         steps,
         torch.device("cpu"),

@@ -146,11 +146,14 @@ def test_configs_are_frozen():
         ModelConfig().d_model = 128
 
 
+ONE = {"ensemble": 1}  # one model: the seed alone is used
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"seed": -1}, "seed=-1 must be in 0..4294967295: numpy and torch take seeds in [0, 2**32)"),
-        ({"seed": 2**32}, "seed=4294967296 must be in 0..4294967295"),
+        ({"seed": -1, "train": ONE}, "seed=-1 must be in 0..4294967295: numpy and torch take seeds in [0, 2**32)"),
+        ({"seed": 2**32, "train": ONE}, "seed=4294967296 must be in 0..4294967295"),
         ({"seed": 2**32 - 2, "train": {"ensemble": 3}}, "train.ensemble=3 also uses seed+1..seed+2"),
     ],
 )
@@ -158,7 +161,8 @@ def test_seeds_numpy_and_torch_refuse_are_refused_at_load(raw, message):
     with pytest.raises(ConfigError) as err:
         from_dict(raw)
     assert message in str(err.value)
-    assert from_dict({"seed": 0}).seed == 0 and from_dict({"seed": 2**32 - 1}).seed == 2**32 - 1
+    assert from_dict({"seed": 0}).seed == 0 and from_dict({"seed": 2**32 - 1, "train": ONE}).seed == 2**32 - 1
+    assert from_dict({"seed": 2**32 - 2}).seed == 2**32 - 2  # the default's two members: seeds 2**32 - 2 and - 1
 
 
 @pytest.mark.parametrize("path", ["./my_corpus", "corpus/", "/no/such/folder", "~/no_such_corpus", "data/corpora/x"])
@@ -228,19 +232,25 @@ def test_a_teacher_without_a_lesson_or_a_lesson_without_a_teacher_is_refused(nb,
     ("raw", "message"),
     [
         (
-            {"model": {"ngram_max": 1}, "train": {"sparse_ngrams": True}},
-            r"train\.sparse_ngrams=True needs an n-gram table: set model\.ngram_max",
-        ),
-        (
             {"model": {"ngram_max": 3}, "train": {"sparse_ngrams": True, "nproc": 2}},
             r"train\.sparse_ngrams=True needs train\.nproc 1 \(it is 2\)",
         ),
     ],
 )
-def test_sparse_ngram_tables_need_a_table_and_one_process(raw, message):
+def test_sparse_ngram_tables_need_one_process_and_mean_nothing_without_a_table(raw, message):
     with pytest.raises(ConfigError, match=message):
         from_dict(raw)
     assert from_dict({"model": {"ngram_max": 3}, "train": {"sparse_ngrams": True}}).train.sparse_ngrams
+    # The default trains its tables sparse; a model without tables (`-S model.ngram_max=1 -S
+    # model.wide_ngrams=0`, as the reference recipe) is still a valid run, trained by AdamW alone.
+    from scratchformer.model.classifier import TransformerClassifier
+    from scratchformer.train.classify import Classification
+    from scratchformer.train.optim import Settings, optimizers_and_average
+
+    params = from_dict({"model": {"ngram_max": 1, "wide_ngrams": 0}, "train": {"sparse_ngrams": True}})
+    model = TransformerClassifier(params.model.for_classes(["a", "b"]), 30)
+    optimizers, _ = optimizers_and_average(Classification(model), Settings.training(params.train), "cpu")
+    assert [type(o).__name__ for o in optimizers] == ["AdamW"]
 
 
 @pytest.mark.parametrize(

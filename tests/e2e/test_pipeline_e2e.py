@@ -70,7 +70,10 @@ def make_project(repo: Path, n_layers: int = 2, **train) -> dict:
     params["tokenizer"].update(name="vocab", max_len=32)  # == model.max_len, as in the defaults
     params["model"].update(d_model=32, n_heads=2, n_layers=n_layers, ff_dim=64, max_len=32)
     params["model"].update(ngram_max=1, wide_ngrams=0)  # tokens only, whole reviews: one epoch learns the fixture
-    params["train"].update({"epochs": 1, "batch_size": 16, "spans": 0.0, **train})
+    # One model, a dense table: the fixture runs test the pipeline, not the defaults' ensemble (tests/train do).
+    params["train"].update(
+        {"epochs": 1, "batch_size": 16, "spans": 0.0, "ensemble": 1, "sparse_ngrams": False, **train}
+    )
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5
     write_params(repo, params)

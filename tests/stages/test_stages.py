@@ -48,7 +48,7 @@ def test_a_user_error_is_one_line_and_status_2_and_debug_shows_the_traceback(tmp
 def test_a_params_error_names_the_file_and_key(tmp_path):
     result = download(tmp_path, {"seed": -1})
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.startswith("error: params.yaml: seed=-1 must be in 0..4294967295")
+    assert result.stderr.startswith("error: params.yaml: seed=-1 must be in 0..4294967294")
 
 
 def test_run_stage_lets_bugs_keep_their_traceback(monkeypatch):

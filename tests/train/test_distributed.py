@@ -126,7 +126,7 @@ def test_bf16_forward_with_padding_and_causal_masks_stays_finite():
 def test_a_short_bf16_run_learns():
     split = ddp_worker.split(96, 0)
     model = ddp_worker_model()
-    config = TrainConfig(epochs=4, batch_size=16, lr=5e-3, precision="bf16")
+    config = TrainConfig(epochs=4, batch_size=16, lr=5e-3, precision="bf16", sparse_ngrams=False)
     history = fit(model, split, split, config, 0, torch.device("cpu"))
     losses = [r["loss"] for r in history.steps]
     assert all(math.isfinite(x) for x in losses)
@@ -142,7 +142,7 @@ def ddp_worker_model():
 def test_fp16_needs_cuda_and_says_so():
     with pytest.raises(ValueError, match="fp16 needs CUDA"):
         autocast(torch.device("cpu"), "fp16")
-    config = TrainConfig(epochs=1, batch_size=8, lr=1e-3, precision="fp16")
+    config = TrainConfig(epochs=1, batch_size=8, lr=1e-3, precision="fp16", sparse_ngrams=False)
     split = ddp_worker.split(16, 0)
     with pytest.raises(ValueError, match="on cpu use bf16 or fp32"):
         fit(ddp_worker_model(), split, split, config, 0, torch.device("cpu"))
@@ -169,7 +169,7 @@ def test_logged_values_are_read_once_per_interval_and_equal_per_step_reads(monke
     histories = {}
     for every in (1, 3):
         reads.clear()
-        config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, log_every=every)
+        config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, log_every=every, sparse_ngrams=False)
         histories[every] = fit(ddp_worker_model(), split, split, config, 0, torch.device("cpu"))
         assert reads == ["tolist"] * math.ceil(7 / every)  # no per-step .item(): one read per interval
     assert histories[3].steps == histories[1].steps  # the same numbers, read later

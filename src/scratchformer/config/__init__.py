@@ -75,14 +75,14 @@ class Params:
             self.tokenizer.max_len,
             f"exceeds model.max_len={self.model.max_len}, the positional table; raise model.max_len too",
         )
-        for key in ("sparse_ngrams", "ngram_decay"):  # settings of the n-gram table
-            value = getattr(self.train, key)
-            require(
-                not value or self.model.ngram_max > 1,
-                f"train.{key}",
-                value,
-                "needs an n-gram table: set model.ngram_max > 1",
-            )
+        # The table's decay means nothing without a table; train.sparse_ngrams (a default) only
+        # says how a table is trained, so without one it has nothing to do.
+        require(
+            not self.train.ngram_decay or self.model.ngram_max > 1,
+            "train.ngram_decay",
+            self.train.ngram_decay,
+            "needs an n-gram table: set model.ngram_max > 1",
+        )
         require(
             -self.model.n_layers <= self.probe.layer < self.model.n_layers,
             "probe.layer",

@@ -96,7 +96,7 @@ class ModelConfig:
     n_layers: int = 2
     ff_dim: int = 128
     dropout: float = 0.1
-    dropout_draw: Literal["bernoulli", "uniform"] = "bernoulli"  # how masks are drawn (model/dropout.py)
+    dropout_draw: Literal["bernoulli", "uniform"] = "uniform"  # how masks are drawn (model/dropout.py)
     max_len: int = 128  # size of the positional table: the longest sequence accepted
     num_classes: int | None = None  # None: as many as the data has; set, it must match the data
     pooling: Literal["mean", "cls", "attention"] = "mean"

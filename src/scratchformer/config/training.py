@@ -48,9 +48,9 @@ class TrainConfig(OptimConfig):
     span_length: Literal["review", "log", "clause"] = "log"  # log-uniform to max_len; review: up to its review's;
     # clause: log-uniform, then widened to whole clauses (punctuation-ended)
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
-    sparse_ngrams: bool = False  # the n-gram table: sparse gradients, lazy AdamW and EMA on the rows a batch uses
+    sparse_ngrams: bool = True  # the n-gram table: sparse gradients, lazy AdamW and EMA on the rows a batch uses
     ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
-    ensemble: int = 1  # models trained from seeds seed, seed+1, …; their mean probability predicts
+    ensemble: int = 2  # models trained from seeds seed, seed+1, …; their mean probability predicts
     select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
     nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16: autocast; fp16: autocast + loss scaling (CUDA)

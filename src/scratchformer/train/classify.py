@@ -134,6 +134,19 @@ class Classification(nn.Module):
         self.clause_ends = clause_ends if span_length == "clause" else None
         self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
 
+    @classmethod
+    def for_training(
+        cls,
+        model: TransformerClassifier,
+        config: TrainConfig,
+        teacher: nn.Module | None = None,
+        distill: float = 0.0,
+        clause_ends: Tensor | None = None,
+    ) -> Classification:
+        """The objective as ``config`` (the train section) sets its noise and label smoothing."""
+        noise = {"token_dropout": config.token_dropout, "spans": config.spans, "span_length": config.span_length}
+        return cls(model, config.label_smoothing, teacher=teacher, distill=distill, **noise, clause_ends=clause_ends)
+
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         if isinstance(self.teacher, OutOfFold):
             labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)
@@ -197,20 +210,10 @@ def fit(
     objective); a loss that is not finite raises :class:`~scratchformer.train.loop.TrainingDivergedError`.
     With ``config.ema_decay`` > 0 the moving average is what is validated and recorded; with a
     ``teacher`` and ``distill`` > 0 the targets mix in its probabilities (:class:`Classification`);
-    with several processes (``world``) only rank 0 validates, selects and records. ``clause_ends``:
-    the tokens that end a clause, which ``train.span_length=clause`` needs
-    (:func:`~scratchformer.train.augment.clause_end_ids`).
+    with several processes (``world``) only rank 0 validates, selects and records;
+    ``train.span_length=clause`` crops at ``clause_ends`` (:func:`~scratchformer.train.augment.clause_end_ids`).
     """
-    objective = Classification(
-        model,
-        config.label_smoothing,
-        config.token_dropout,
-        teacher,
-        distill,
-        config.spans,
-        config.span_length,
-        clause_ends,
-    )
+    objective = Classification.for_training(model, config, teacher, distill, clause_ends)
     steps = math.ceil(len(train) / config.batch_size)
     loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")
     history = History()
