@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib.util
 import os
 import platform
@@ -43,7 +42,6 @@ from torch.profiler import ProfilerActivity, profile
 from scratchformer.config import load_params
 from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.reporting import recipes
 
 HERE = Path(__file__).parent
 OUT = Path("benchmarks/results/compile_cost.json")
@@ -84,13 +82,7 @@ def heaviest(contender: peers.Contender, timed: list, top: int) -> list[dict]:
 
 def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
-    params = recipes.applied(load_params(args.params), args.recipe)
-    if args.source:
-        params = dataclasses.replace(params, data=dataclasses.replace(params.data, source=args.source))
-    if args.tokenizer:
-        params = dataclasses.replace(params, tokenizer=dataclasses.replace(params.tokenizer, name=args.tokenizer))
-    if args.batch_size:
-        params = dataclasses.replace(params, train=dataclasses.replace(params.train, batch_size=args.batch_size))
+    params = peers.recipe_params(load_params(args.params), args.recipe, args)
     data, vocab_size, pad_id, classes = peers.real_batches(params, args.warmup + args.steps)
     config = params.model.for_classes(classes)
     warm, timed = data[: args.warmup], data[args.warmup :]
@@ -160,20 +152,9 @@ def _kernel_names():
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--recipe", default="transformer", help="default: %(default)s (default: params.yaml)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=20, help="batches per timed pass (default: %(default)s)")
-    parser.add_argument("--warmup", type=int, default=3, help="batches to warm up (and compile) on")
-    parser.add_argument("--repeats", type=int, default=3, help="timed passes per variant; the median counts")
     parser.add_argument("--top", type=int, default=6, help="operations listed per mode (default: %(default)s)")
-    parser.add_argument("--batch-size", type=int, help="instead of train.batch_size")
-    parser.add_argument("--tiny", action="store_true", help="2 steps of 4 texts, 1 repeat: checks that it runs")
-    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
-    parser.add_argument("--source", help="instead of data.source (a hub id or a folder)")
-    parser.add_argument("--tokenizer", help="instead of tokenizer.name")
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    if args.tiny:
-        args.steps, args.warmup, args.repeats, args.batch_size = 2, 1, 1, 4
+    peers.add_shared_arguments(parser, OUT, repeats=3)
+    args = peers.parsed(parser, argv)
     with peers.cold_compile_cache():
         return run(args)
 

@@ -289,10 +289,6 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
     """Every recipe x mode asked for; the record written to ``args.out``."""
     torch.set_num_threads(args.threads)
     base = load_params(args.params)
-    overrides = {"source": args.source} if args.source else {}
-    base = dataclasses.replace(base, data=dataclasses.replace(base.data, **overrides))
-    if args.tokenizer:
-        base = dataclasses.replace(base, tokenizer=dataclasses.replace(base.tokenizer, name=args.tokenizer))
     record = {
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -303,13 +299,12 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
         "steps": args.steps,
         "warmup": args.warmup,
         "repeats": args.repeats,
-        "batches": f"the train split of {base.data.source}, tokenized by {base.tokenizer.name}, batched as in training",
+        "batches": f"the train split of {args.source or base.data.source}, tokenized by "
+        f"{args.tokenizer or base.tokenizer.name}, batched as in training",
         "runs": [],
     }
     for recipe in args.recipes:
-        params = recipes.applied(base, recipe)
-        if args.batch_size:
-            params = dataclasses.replace(params, train=dataclasses.replace(params.train, batch_size=args.batch_size))
+        params = recipe_params(base, recipe, args)
         data, vocab_size, pad_id, classes = real_batches(params, args.warmup + args.steps)
         config = params.model.for_classes(classes)
         warm, timed = data[: args.warmup], data[args.warmup :]
@@ -336,24 +331,46 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
     return record
 
 
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--recipes", nargs="+", default=["default", "transformer"], help="default: params.yaml")
-    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"], default=["eager", "compiled"])
+def recipe_params(base: Params, recipe: str, args: argparse.Namespace) -> Params:
+    """``recipe`` applied to ``base``, then the command line's --source, --tokenizer and --batch-size."""
+    params = recipes.applied(base, recipe)
+    if args.source:
+        params = dataclasses.replace(params, data=dataclasses.replace(params.data, source=args.source))
+    if args.tokenizer:
+        params = dataclasses.replace(params, tokenizer=dataclasses.replace(params.tokenizer, name=args.tokenizer))
+    if args.batch_size:
+        params = dataclasses.replace(params, train=dataclasses.replace(params.train, batch_size=args.batch_size))
+    return params
+
+
+def add_shared_arguments(parser: argparse.ArgumentParser, out: Path, repeats: int) -> None:
+    """The flags this benchmark shares with benchmarks/compile_cost.py: threads, batches, inputs, output."""
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=20, help="batches per timed pass (default: %(default)s)")
     parser.add_argument("--warmup", type=int, default=3, help="batches to warm up (and compile) on")
-    parser.add_argument("--repeats", type=int, default=5, help="timed passes per model; the median counts")
+    parser.add_argument("--repeats", type=int, default=repeats, help="timed passes per model; the median counts")
     parser.add_argument("--batch-size", type=int, help="instead of train.batch_size")
     parser.add_argument("--tiny", action="store_true", help="2 steps of 4 texts, 1 repeat: checks that it runs")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     parser.add_argument("--source", help="instead of data.source (a hub id or a folder)")
     parser.add_argument("--tokenizer", help="instead of tokenizer.name")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=out)
+
+
+def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments, with --tiny's sizes put in."""
     args = parser.parse_args(argv)
     if args.tiny:
         args.steps, args.warmup, args.repeats, args.batch_size = 2, 1, 1, 4
     return args
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--recipes", nargs="+", default=["default", "transformer"], help="default: params.yaml")
+    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"], default=["eager", "compiled"])
+    add_shared_arguments(parser, OUT, repeats=5)
+    return parsed(parser, argv)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -371,3 +371,14 @@ def test_compile_cost_rates_four_steps_and_names_the_operations_that_take_the_ti
         built = compile_cost.build(tiny_config(dropout=0.1), 30, 0, TrainConfig(), False, on)
         assert [b.attn.attn_dropout.p for b in built.model.blocks] == [0.1 if on else 0.0]
         assert built.model.dropout.p == 0.1  # only the attention's dropout is switched off
+
+
+def test_the_benchmarks_command_line_overrides_the_recipe_they_time():
+    from scratchformer.config import load_params
+
+    peers = load("peers")
+    args = peers.parse(["--source", "corpus", "--tokenizer", "vocab", "--batch-size", "8"])
+    params = peers.recipe_params(load_params(ROOT / "params.yaml"), "transformer", args)
+    assert (params.data.source, params.tokenizer.name, params.train.batch_size) == ("corpus", "vocab", 8)
+    assert params.tokenizer.max_len == 128  # the recipe still applied
+    assert peers.parse(["--tiny"]).steps == 2 and peers.parse([]).repeats == 5

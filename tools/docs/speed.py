@@ -14,6 +14,15 @@ PEERS = {"bert": "BERT", "torch": "`nn.TransformerEncoder`"}
 RATES = {"train_samples_per_s": "training samples/s", "predict_texts_per_s": "predict texts/s"}
 
 
+def measured_by(script: str, record: dict) -> str:
+    """ "Measured by `script` on N <machine> CPU cores at T threads[, OMP_WAIT_POLICY=…]": each block's opening."""
+    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
+    return (
+        f"Measured by `benchmarks/{script}` on {record['cpus']} {record['machine']} CPU cores at "
+        f"{record['threads']} threads{policy}"
+    )
+
+
 def rate(model: dict, what: str) -> str:
     return f"{model[what]:,.0f}" if model[what] is not None else "failed"
 
@@ -30,10 +39,8 @@ def peers_block(path: Path = RESULTS) -> str | None:
     if not path.is_file():
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
-    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
     parts = [
-        f"Measured by `benchmarks/peers.py` on {record['cpus']} {record['machine']} CPU cores at "
-        f"{record['threads']} threads{policy} (torch {record['torch']}, transformers {record['transformers']}): "
+        measured_by("peers.py", record) + f" (torch {record['torch']}, transformers {record['transformers']}): "
         f"the median of {record['repeats']} interleaved passes over the same {record['steps']} batches "
         "of ChnSentiCorp train texts."
     ]
@@ -77,10 +84,8 @@ def compile_cost_block(path: Path = COMPILE_COST) -> str | None:
     if not path.is_file():
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
-    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
     intro = (
-        f"Measured by `benchmarks/compile_cost.py` on {record['cpus']} {record['machine']} CPU cores at "
-        f"{record['threads']} threads{policy} (torch {record['torch']}): ours at the `{record['recipe']}` "
+        measured_by("compile_cost.py", record) + f" (torch {record['torch']}): ours at the `{record['recipe']}` "
         f"recipe's sizes, the median of {record['repeats']} interleaved passes over the same {record['steps']} "
         f"batches of {record['batch_size']} ChnSentiCorp train texts; the attention's dropout rate is "
         f"{record['attention_dropout']}."
@@ -107,10 +112,9 @@ def profile_block(path: Path = PROFILE) -> str | None:
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
     runs = record["runs"]
-    policy = f", `OMP_WAIT_POLICY={record['omp_wait_policy']}`" if record["omp_wait_policy"] else ""
     intro = (
-        f"Measured by `benchmarks/profile_epoch.py` on {record['cpus']} {record['machine']} CPU cores at "
-        f"{record['threads']} threads{policy} (torch {record['torch']}). "
+        measured_by("profile_epoch.py", record)
+        + f" (torch {record['torch']}). "
         + " ".join(
             f"`{run['recipe']}`: one epoch of {run['steps']} steps, {run['epoch_seconds']:.0f} s unprofiled "
             f"(its validation {run['validation_seconds']:.0f} s), {run['profiled_epoch_seconds']:.0f} s profiled."
