@@ -42,7 +42,9 @@ Run from the repository root (the data and tokenizer reachable, as for ``dvc rep
     python benchmarks/peers.py [--recipes default transformer] [--modes eager compiled] [--threads 2]
     python benchmarks/peers.py --tiny          # 2 steps of 4 texts: checks that it runs
 
-Prints the rates and the ratios ours / peer; writes benchmarks/results/peers.json.
+Prints the rates and the ratios ours / peer (of the median passes, and their range over the
+passes, each pass of ours paired with the peer's pass beside it); writes
+benchmarks/results/peers.json.
 """
 
 from __future__ import annotations
@@ -245,16 +247,39 @@ def measure(models: list[Contender], warm: list, timed: list, repeats: int) -> d
             "predict_texts_per_s": round(predict, 1),
             "compile_seconds": round(max(beyond, 0.0), 1),
             "error": None,
+            "train_seconds": [round(s, 6) for s in c.train_seconds],
+            "predict_seconds": [round(s, 6) for s in c.predict_seconds],
         }
     return results
+
+
+SECONDS = {"train_samples_per_s": "train_seconds", "predict_texts_per_s": "predict_seconds"}
 
 
 def ratios(rates: dict[str, dict]) -> dict[str, dict[str, float | None]]:
     """ours / peer for training and prediction, from the rates as written (None where either is missing)."""
     out = {}
-    for what in ("train_samples_per_s", "predict_texts_per_s"):
+    for what in SECONDS:
         ours = rates["ours"][what]
         out[what] = {peer: round(ours / rates[peer][what], 3) if ours and rates[peer][what] else None for peer in PEERS}
+    return out
+
+
+def ratio_ranges(rates: dict[str, dict]) -> dict[str, dict[str, list[float] | None]]:
+    """The lowest and highest ours / peer over the timed passes, each pass's ratio from adjacent passes.
+
+    The passes of the models interleave, so pass i of ours and pass i of a peer ran moments
+    apart: their ratio is one paired measurement, and the range over the passes is how far
+    the machine moved a ratio that the medians give as one number.
+    """
+    out = {}
+    for what, seconds in SECONDS.items():
+        ours = rates["ours"].get(seconds)
+        out[what] = {}
+        for peer in PEERS:
+            theirs = rates[peer].get(seconds)
+            paired = [t / o for o, t in zip(ours, theirs, strict=True)] if ours and theirs else []
+            out[what][peer] = [round(min(paired), 3), round(max(paired), 3)] if paired else None
     return out
 
 
@@ -315,6 +340,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
             rates = measure(models, warm, timed, args.repeats)
             entry = {"recipe": recipe, "mode": mode, "sizes": sizes(config, params), "models": rates}
             entry["ratios"] = ratios(rates)
+            entry["ratio_ranges"] = ratio_ranges(rates)
             entry["mean_tokens"] = round(tokens, 1)
             record["runs"].append(entry)
             write_json(args.out, record)  # after every run: a long benchmark stopped early keeps what it measured
@@ -325,7 +351,15 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
                 )
                 say(f"  {mode:8s} {name:5s} {shown}")
             for what, label in (("train_samples_per_s", "train"), ("predict_texts_per_s", "predict")):
-                line = "  ".join(f"ours/{p} {entry['ratios'][what][p] or float('nan'):.2f}x" for p in PEERS)
+                line = "  ".join(
+                    f"ours/{p} {entry['ratios'][what][p] or float('nan'):.2f}x"
+                    + (
+                        "  (passes {:.2f}-{:.2f})".format(*entry["ratio_ranges"][what][p])
+                        if entry["ratio_ranges"][what][p]
+                        else ""
+                    )
+                    for p in PEERS
+                )
                 say(f"  {mode:8s} {label:7s} {line}")
     say(f"wrote {args.out}")
     return record

@@ -36,7 +36,7 @@ benchmark. ``--corpus online-shopping`` adds the data keys of
 ``recipes/corpora/online-shopping.yaml`` to every run (and writes
 ``recipe_time-online-shopping.json``). With ``--keep`` each clone's experiment is fetched into this
 repository before the clone goes, so ``python -m tools.docs.report levers`` records its
-seeds. Writes benchmarks/results/recipe_time.json.
+seeds. Writes benchmarks/results/recipe_time.json, or ``--out FILE``.
 """
 
 from __future__ import annotations
@@ -276,6 +276,7 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="fetch each run's experiment into this repository (for the lever record)"
     )
+    parser.add_argument("--out", type=Path, help="write the record here (default: recipe_time[-CORPUS].json)")
     args = parser.parse_args()
     params = load_params(Path("params.yaml"))
     if args.corpus:
@@ -304,7 +305,8 @@ def main() -> None:
             "against_record": str(args.against_record) if args.against_record else None,
         }
     result["corpus"] = args.corpus
-    write_json(OUT if args.corpus is None else OUT.with_name(f"recipe_time-{args.corpus}.json"), result)
+    default = OUT if args.corpus is None else OUT.with_name(f"recipe_time-{args.corpus}.json")
+    write_json(args.out or default, result)
     print(json.dumps({k: v for k, v in result.items() if k not in ("runs", "against")}, indent=2))
 
 

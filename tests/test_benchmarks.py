@@ -267,6 +267,19 @@ def test_peers_tiny_mode_writes_rates_and_the_ratios_they_give(tmp_path):
             ratio = entry["ratios"][what][peer]
             assert math.isfinite(ratio) and ratio > 0
             assert ratio == pytest.approx(rates["ours"] / rates[peer], abs=1e-3), (what, peer)  # ours / peer
+            lo, hi = entry["ratio_ranges"][what][peer]  # one pass in tiny mode: its ratio is the median's
+            assert lo == hi == pytest.approx(ratio, rel=0.01)
+
+
+def test_peers_ratio_range_pairs_each_pass_of_ours_with_the_peers_pass_beside_it():
+    peers = load("peers")
+    seconds = {"ours": [1.0, 2.0, 4.0], "bert": [1.5, 2.0, 2.0], "torch": [1.0, 3.0, 8.0]}
+    rates = {name: {"train_seconds": s, "predict_seconds": s} for name, s in seconds.items()}
+    ranges = peers.ratio_ranges(rates)["train_samples_per_s"]
+    # ours' rate over bert's is bert's seconds over ours: 1.5, 1.0, 0.5 pass by pass (unpaired: 0.375 to 2.0)
+    assert ranges == {"bert": [0.5, 1.5], "torch": [1.0, 2.0]}
+    rates["bert"] = {"error": "RuntimeError: no C++ compiler found"}  # a peer that never ran has no range
+    assert peers.ratio_ranges(rates)["predict_texts_per_s"]["bert"] is None
 
 
 def test_peers_reports_a_model_that_does_not_compile_instead_of_stopping(tmp_path, monkeypatch):

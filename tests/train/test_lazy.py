@@ -127,3 +127,17 @@ def test_a_run_that_saves_and_reloads_its_state_goes_on_bit_identical(decay):
     assert again.state[first.weight]["row_log_decay"].dtype == torch.float64
     train(first, again, steps[3:], lrs=LRS[3:])
     assert torch.equal(first.weight, whole.weight)
+
+
+def test_sparse_ngrams_on_a_model_without_tables_leave_adamw_alone():
+    # `-S model.ngram_max=1 -S model.wide_ngrams=0` under the default's train.sparse_ngrams: no
+    # table to update lazily, so AdamW alone trains the model and no LazyAdamW is built.
+    from scratchformer.config import from_dict
+    from scratchformer.model.classifier import TransformerClassifier
+    from scratchformer.train.classify import Classification
+    from scratchformer.train.optim import Settings, optimizers_and_average
+
+    params = from_dict({"model": {"ngram_max": 1, "wide_ngrams": 0}, "train": {"sparse_ngrams": True}})
+    model = TransformerClassifier(params.model.for_classes(["a", "b"]), 30)
+    optimizers, _ = optimizers_and_average(Classification(model), Settings.training(params.train), "cpu")
+    assert [type(o).__name__ for o in optimizers] == ["AdamW"]

@@ -31,6 +31,11 @@ def ratio(value: float | None) -> str:
     return f"**{value:.2f}x**" if value is not None else "–"
 
 
+def ranged(value: float | None, passes: list[float] | None) -> str:
+    """A median ratio, with its range over the paired passes when the record has it."""
+    return ratio(value) + (f" ({passes[0]:.2f}–{passes[1]:.2f})" if value is not None and passes else "")
+
+
 def peers_block(path: Path = RESULTS) -> str | None:
     """One table per rate (rows: recipe x mode; ours, the peers, ours / peer), then compile times and errors.
 
@@ -42,7 +47,12 @@ def peers_block(path: Path = RESULTS) -> str | None:
     parts = [
         measured_by("peers.py", record) + f" (torch {record['torch']}, transformers {record['transformers']}): "
         f"the median of {record['repeats']} interleaved passes over the same {record['steps']} batches "
-        "of ChnSentiCorp train texts."
+        "of ChnSentiCorp train texts"
+        + (
+            "; in brackets, a ratio's range over the passes, each pass of ours against the peer's beside it."
+            if any("ratio_ranges" in run for run in record["runs"])
+            else "."
+        )
     ]
     for what, title in RATES.items():
         header = ["recipe", "mode", f"ours, {title}", *(f"{name}" for name in PEERS.values())]
@@ -53,7 +63,10 @@ def peers_block(path: Path = RESULTS) -> str | None:
                 run["mode"],
                 rate(run["models"]["ours"], what),
                 *(rate(run["models"][peer], what) for peer in PEERS),
-                *(ratio(run["ratios"][what][peer]) for peer in PEERS),
+                *(
+                    ranged(run["ratios"][what][peer], run.get("ratio_ranges", {}).get(what, {}).get(peer))
+                    for peer in PEERS
+                ),
             ]
             for run in record["runs"]
         ]
