@@ -1,4 +1,4 @@
-"""Stage inputs: fingerprint the corpus and the tokenizer (runs on every repro; cheap).
+"""Stage inputs: fingerprint the corpus, the tokenizer and any pretraining corpora (runs on every repro; cheap).
 
 Being first, it also checks what only a later stage would trip on: that this machine has
 the ``train.device`` and runs its ``train.precision``, and that a hub id can be read (with
@@ -18,18 +18,24 @@ from scratchformer.files import write_json
 from stages import stage
 
 # data and tokenizer whole: a params.yaml that leaves out a revision key still works
-PARAMS = ("data", "tokenizer", "train.device", "train.precision")
+PARAMS = ("data", "tokenizer", "pretrain.corpora", "train.device", "train.precision")
 
 
-def run(params: Params, corpus_path: Path, tokenizer_path: Path) -> dict:
+def run(params: Params, corpus_path: Path, tokenizer_path: Path, pretrain_path: Path) -> dict:
+    """Write the three fingerprint files; ``pretrain_path`` lists one per ``pretrain.corpora`` entry (none: [])."""
     check_device(params.train)
     found = {
         "corpus": fingerprint(params.data.source, params.data.revision, "data.source", "dataset"),
         "tokenizer": fingerprint(params.tokenizer.name, params.tokenizer.revision, "tokenizer.name", "model"),
     }
+    corpora = [
+        fingerprint(source, None, f"pretrain.corpora[{i}]", "dataset")
+        for i, source in enumerate(params.pretrain.corpora)
+    ]
     write_json(corpus_path, found["corpus"])
     write_json(tokenizer_path, found["tokenizer"])
-    return found
+    write_json(pretrain_path, corpora)
+    return found | {f"pretrain.corpora[{i}]": f for i, f in enumerate(corpora)}
 
 
 def say(found: dict) -> str:

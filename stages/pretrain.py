@@ -1,19 +1,25 @@
 """Stage pretrain: optional masked-language-model pretraining of the encoder (pretrain.epochs > 0).
 
-Runs on the training loop of the train stage, with its device, precision and
+Reads the train texts and every text of ``pretrain.corpora``, never a validation or test
+text of the corpus being scored (:mod:`scratchformer.data.pretraining`; the counts go to the
+metrics). Runs on the training loop of the train stage, with its device, precision and
 ``train.nproc`` processes (started through torchrun, as the train stage is).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from scratchformer.config import Params
-from scratchformer.data.tokenization import load_tokenizer
-from scratchformer.data.tokenized_split import read_class_names, read_tokenized
+from scratchformer.data.ingest import read_column
+from scratchformer.data.pretraining import corpus_texts, pretraining_texts
+from scratchformer.data.tokenization import encode_flat, load_tokenizer
+from scratchformer.data.tokenized_split import TokenizedSplit, read_class_names
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import save_checkpoint, save_no_pretraining
@@ -27,11 +33,41 @@ from stages import stage, stage_code
 
 # As dvc.yaml lists them, and what the resume key digests: the loop's device, processes,
 # precision and logging interval are the train section's.
-PARAMS = ("seed", "model", "pretrain", "train.device", "train.nproc", "train.precision", "train.log_every")
+PARAMS = (
+    "seed",
+    "model",
+    "pretrain",
+    "tokenizer.max_len",
+    "data.encoding",
+    "train.device",
+    "train.nproc",
+    "train.precision",
+    "train.log_every",
+)
+
+
+def texts_to_read(params: Params, raw_dir: Path, corpora_path: Path, tokenizer) -> tuple[TokenizedSplit, dict]:
+    """The pretraining set, tokenized as the tokenize stage does, and its counts (see data/pretraining.py).
+
+    ``corpora_path`` is the inputs stage's list of fingerprints, one per ``pretrain.corpora``
+    entry: a hub corpus is read at the commit recorded there, as the download stage reads
+    ``data.source``.
+    """
+    split = {name: read_column(raw_dir, name, "text") for name in ("train", "validation", "test")}
+    found = json.loads(corpora_path.read_text(encoding="utf-8"))
+    sources = [f["source"] for f in found]
+    if sources != list(params.pretrain.corpora):
+        raise ValueError(f"{corpora_path} fingerprints {sources}, not pretrain.corpora: run the inputs stage")
+    corpora = [(f["source"], corpus_texts(f["source"], params.data.encoding, f.get("resolved"))) for f in found]
+    texts, counts = pretraining_texts(split["train"], split["validation"], split["test"], corpora)
+    flat = encode_flat(tokenizer, texts, params.tokenizer.max_len)
+    return TokenizedSplit(flat.tokens, flat.offsets, torch.zeros(len(texts), dtype=torch.long)), counts
 
 
 def run(
     params: Params,
+    raw_dir: Path,
+    corpora_path: Path,
     tokenized_dir: Path,
     tokenizer_dir: Path,
     model_path: Path,
@@ -54,9 +90,10 @@ def run(
     tokenizer = load_tokenizer(str(tokenizer_dir))
     config = params.model.for_classes(read_class_names(tokenized_dir))
     model = TransformerClassifier(config, len(tokenizer), tokenizer.pad_token_id)
-    train_split = read_tokenized(tokenized_dir / "train")
+    train_split, counts = texts_to_read(params, raw_dir, corpora_path, tokenizer)
     device = world.place(pick_device(params.train.device))
-    key = resume_key(params.select(PARAMS), [tokenized_dir, tokenizer_dir], stage_code("pretrain"))
+    inputs = [raw_dir, corpora_path, tokenized_dir, tokenizer_dir]
+    key = resume_key(params.select(PARAMS), inputs, stage_code("pretrain"))
     recording = Recording(state_path, key, world)  # no curves: the metrics say how pretraining went
     recorder = recording.member()
     metrics = pretrain(
@@ -74,6 +111,7 @@ def run(
     )
     if not world.main:
         return None
+    metrics["texts"] = counts
     save_checkpoint(model_path, model.cpu(), pretrained=True)
     write_json(metrics_path, {"pretrain": metrics})
     recording.close()  # the outputs are written: nothing left to resume

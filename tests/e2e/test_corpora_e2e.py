@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures import STARS, write_one_file_corpus
+from fixtures import STARS, write_corpus, write_one_file_corpus
 from test_pipeline_e2e import commit_project, copy_project, run, write_params
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,10 @@ def repo(tmp_path_factory) -> Path:
     # Knobs that touch the number of classes: an ensemble with an NB member, label smoothing, MLM pretraining.
     params["train"].update(epochs=3, batch_size=16, lr=0.005, ensemble=2, label_smoothing=0.1)
     params["nb"].update(ngrams=2)
-    params["pretrain"].update(epochs=1)
+    # More unlabeled text for it: another corpus, and the scored corpus itself (its validation and
+    # test texts must not be read, whatever pretrain.corpora lists).
+    write_corpus(repo / "more")
+    params["pretrain"].update(epochs=1, corpora=["corpus", "more"])
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5
     write_params(repo, params)
@@ -71,6 +74,16 @@ def test_metrics_and_confusion_are_per_class_with_names(repo):
         assert set(evaluation[split]) >= {"nb", "transformers"} and 0 < evaluation[split]["transformers"]["accuracy"]
     baseline = read(repo, "metrics/baseline.json")["baseline"]  # multinomial logistic regression
     assert baseline["test"]["accuracy"] > 0.5
+
+
+def test_pretraining_reads_more_corpora_and_never_a_validation_or_test_text(repo):
+    texts = read(repo, "metrics/pretrain.json")["pretrain"]["texts"]
+    itself, more = texts["corpora"]
+    assert (itself["corpus"], more["corpus"]) == ("corpus", "more")
+    assert itself["used"] == 0 and itself["in_validation_or_test"] >= 90  # its own 45 + 45 (and their copies)
+    assert more["used"] > 0 and texts["texts"] == texts["train"]["used"] + more["used"]
+    assert texts["evaluation_texts_in_pretraining"] == 0
+    assert [f["source"] for f in read(repo, "data/inputs/pretrain.json")] == ["corpus", "more"]
 
 
 def test_pictures_render(repo):

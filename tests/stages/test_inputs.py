@@ -18,13 +18,14 @@ from stages import inputs
 
 ROOT = Path(__file__).parents[2]
 BEFORE = '{"source": "as committed"}\n'
+NAMES = ("corpus.json", "tokenizer.json", "pretrain.json")
 
 
 @pytest.fixture
 def project(tmp_path):
     write_corpus(tmp_path / "corpus")
     write_tokenizer(tmp_path / "vocab")
-    for name in ("corpus.json", "tokenizer.json"):
+    for name in NAMES:
         (tmp_path / name).write_text(BEFORE)
     return tmp_path
 
@@ -33,6 +34,7 @@ def run_inputs(project: Path, params: dict) -> subprocess.CompletedProcess:
     """``python -m stages.inputs`` as dvc runs it, offline, with an empty 🤗 cache."""
     (project / "params.yaml").write_text(yaml.safe_dump(params, allow_unicode=True), encoding="utf-8")
     args = ["--params", "params.yaml", "--corpus", "corpus.json", "--tokenizer", "tokenizer.json"]
+    args += ["--pretrain", "pretrain.json"]
     environ = {
         k: v for k, v in os.environ.items() if k not in ("SCRATCHFORMER_DEBUG", "HF_HUB_CACHE", "HF_DATASETS_CACHE")
     }
@@ -43,7 +45,7 @@ def run_inputs(project: Path, params: dict) -> subprocess.CompletedProcess:
 
 
 def untouched(project: Path) -> bool:
-    return all((project / name).read_text() == BEFORE for name in ("corpus.json", "tokenizer.json"))
+    return all((project / name).read_text() == BEFORE for name in NAMES)
 
 
 @pytest.mark.parametrize(
@@ -72,6 +74,22 @@ def test_local_folders_offline_pass_and_write_the_fingerprints(project):
     result = run_inputs(project, {"data": {"source": "corpus"}, "tokenizer": {"name": "vocab"}})
     assert result.returncode == 0, result.stderr
     assert set(json.loads((project / "corpus.json").read_text())["files"]) == {"train.tsv", "dev.tsv", "test.tsv"}
+    assert json.loads((project / "pretrain.json").read_text()) == []  # no pretraining corpora: an empty list
+
+
+def test_pretraining_corpora_are_fingerprinted_and_an_unreadable_one_is_named(project):
+    write_corpus(project / "more")
+    params = {"data": {"source": "corpus"}, "tokenizer": {"name": "vocab"}, "pretrain": {"corpora": ["more"]}}
+    assert run_inputs(project, params).returncode == 0
+    (found,) = json.loads((project / "pretrain.json").read_text())
+    assert found["source"] == "more" and set(found["files"]) == {"train.tsv", "dev.tsv", "test.tsv"}
+    (project / "more" / "dev.tsv").write_text("text\tlabel\n新的\t1\n", encoding="utf-8")  # an edit: a new print
+    assert run_inputs(project, params).returncode == 0
+    assert json.loads((project / "pretrain.json").read_text())[0]["files"] != found["files"]
+    params["pretrain"]["corpora"] = ["more", "lansinuote/ChnSentiCorpX"]
+    result = run_inputs(project, params)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "error: pretrain.corpora[1]: 'lansinuote/ChnSentiCorpX' is neither a local folder" in result.stderr
 
 
 @pytest.fixture
@@ -94,7 +112,7 @@ def test_a_device_or_precision_this_machine_lacks_stops_inputs_before_any_write(
         {"data": {"source": str(project / "corpus")}, "tokenizer": {"name": str(project / "vocab")}, "train": train}
     )
     with pytest.raises(ConfigError) as err:
-        inputs.run(params, project / "corpus.json", project / "tokenizer.json")
+        inputs.run(params, *(project / name for name in NAMES))
     assert message in str(err.value)
     assert untouched(project)
 
@@ -105,12 +123,12 @@ def test_bf16_on_a_gpu_without_it_is_named(project, monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
     params = from_dict({"train": {"device": "cuda", "precision": "bf16"}})
     with pytest.raises(ConfigError, match=r"train.precision=bf16: this GPU \(Tesla V100\) has no bfloat16"):
-        inputs.run(params, project / "corpus.json", project / "tokenizer.json")
+        inputs.run(params, *(project / name for name in NAMES))
     assert untouched(project)
 
 
 def test_the_stage_reads_device_and_precision(project, no_gpu):
     assert {"train.device", "train.precision"} <= set(inputs.PARAMS)
     params = from_dict({"data": {"source": str(project / "corpus")}, "tokenizer": {"name": str(project / "vocab")}})
-    found = inputs.run(params, project / "corpus.json", project / "tokenizer.json")  # cpu, fp32: fine
+    found = inputs.run(params, *(project / name for name in NAMES))  # cpu, fp32: fine
     assert "files" in found["corpus"] and "files" in found["tokenizer"]

@@ -104,11 +104,21 @@ class PretrainConfig(OptimConfig):
     warmup_ratio: float = 0.05
     bucket_by_length: bool = True
     mask_prob: float = 0.15
+    corpora: tuple[str, ...] = ()  # more unlabeled text: every text of these corpora joins the train texts
 
     def __post_init__(self) -> None:
         require(self.epochs >= 0, "pretrain.epochs", self.epochs, "must be >= 0 (0 = no pretraining)")
         super().__post_init__()
         require(0 < self.mask_prob < 1, "pretrain.mask_prob", self.mask_prob, "must be in (0, 1)")
+        corpora = self.corpora if self.corpora is not None else ()
+        require(
+            isinstance(corpora, (list, tuple)) and all(isinstance(c, str) and c.strip() for c in corpora),
+            "pretrain.corpora",
+            corpora,
+            "must be a list of hub dataset ids or local folders, e.g. [online-shopping]",
+        )
+        require(len(set(corpora)) == len(corpora), "pretrain.corpora", list(corpora), "names a corpus twice")
+        object.__setattr__(self, "corpora", tuple(corpora))
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,11 @@ def strip_edges(texts: Texts) -> pa.Array | pa.ChunkedArray:
     return texts
 
 
+def stripped(texts: Texts) -> pa.Array:
+    """``texts`` as one Arrow string array, edges stripped (:func:`strip_edges`): the form texts are compared in."""
+    return _flat(strip_edges(texts))
+
+
 def in_train(train: Texts, texts: Texts) -> np.ndarray:
     """Which of ``texts`` occur in ``train``: a boolean mask, exact match after :func:`strip_edges`.
 
@@ -66,7 +71,7 @@ def in_train(train: Texts, texts: Texts) -> np.ndarray:
     change inside a text. :func:`leakage` counts with this mask; the baseline and
     evaluate stages score the unseen part with it.
     """
-    train, texts = _flat(strip_edges(train)), _flat(strip_edges(texts))
+    train, texts = stripped(train), stripped(texts)
     # Hash only ``texts`` (an evaluation split, small), then only the train texts they share.
     shared = pc.unique(train.filter(pc.is_in(train, value_set=texts)))
     return pc.is_in(texts, value_set=shared).to_numpy(zero_copy_only=False).astype(bool)
@@ -81,7 +86,7 @@ def leakage(train: Texts, others: list[Texts]) -> dict:
     ``train_mask`` (an Arrow boolean array) marks them.
     """
     validation, test = others
-    evaluation = pa.concat_arrays([_flat(strip_edges(validation)), _flat(strip_edges(test))])
+    evaluation = pa.concat_arrays([stripped(validation), stripped(test)])
     train_mask = pa.array(in_train(evaluation, train))
     return {
         "validation_in_train": int(in_train(train, validation).sum()),
