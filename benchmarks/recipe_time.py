@@ -126,8 +126,8 @@ def scored_where_present(scores: dict) -> dict:
 
 
 def local_inputs(params: Params) -> list[str]:
-    """The inputs named in params that exist here as folders inside the repository."""
-    names = [params.data.source, params.tokenizer.name]
+    """The inputs named in params that exist here as folders inside the repository (pretraining corpora too)."""
+    names = [params.data.source, params.tokenizer.name, *params.pretrain.corpora]
     return [n for n in names if not Path(n).is_absolute() and Path(n).is_dir()]
 
 

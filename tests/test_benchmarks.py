@@ -61,6 +61,9 @@ def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path,
     assert recipe_time.local_inputs(local) == ["corpora/reviews"]  # the tokenizer id is no folder here
     elsewhere = from_dict({"data": {"source": str(tmp_path / "corpora" / "reviews")}})
     assert recipe_time.local_inputs(elsewhere) == []  # outside the repository: the clone reads it where it is
+    (tmp_path / "more").mkdir()
+    pretraining = from_dict({"data": {"source": "corpora/reviews"}, "pretrain": {"corpora": ["more", "a/hub-id"]}})
+    assert recipe_time.local_inputs(pretraining) == ["corpora/reviews", "more"]  # the clone reads it too
 
 
 def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_the_ratio(tmp_path, monkeypatch):
