@@ -127,7 +127,7 @@ def scored_where_present(scores: dict) -> dict:
 
 def local_inputs(params: Params) -> list[str]:
     """The inputs named in params that exist here as folders inside the repository (pretraining corpora too)."""
-    names = [params.data.source, params.tokenizer.name, *params.pretrain.corpora]
+    names = dict.fromkeys([params.data.source, params.tokenizer.name, *params.pretrain.corpora])  # each once
     return [n for n in names if not Path(n).is_absolute() and Path(n).is_dir()]
 
 

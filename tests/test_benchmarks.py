@@ -62,7 +62,8 @@ def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path,
     elsewhere = from_dict({"data": {"source": str(tmp_path / "corpora" / "reviews")}})
     assert recipe_time.local_inputs(elsewhere) == []  # outside the repository: the clone reads it where it is
     (tmp_path / "more").mkdir()
-    pretraining = from_dict({"data": {"source": "corpora/reviews"}, "pretrain": {"corpora": ["more", "a/hub-id"]}})
+    corpora = ["more", "a/hub-id", "corpora/reviews"]  # the scored corpus listed too: linked once
+    pretraining = from_dict({"data": {"source": "corpora/reviews"}, "pretrain": {"corpora": corpora}})
     assert recipe_time.local_inputs(pretraining) == ["corpora/reviews", "more"]  # the clone reads it too
 
 
