@@ -61,7 +61,16 @@ def pretraining_texts(
     if the final check finds a validation or test text in the set.
     """
     evaluation = pa.concat_arrays([stripped(validation), stripped(test)])
-    train = stripped(train)
+    found, report = _gathered(stripped(train), evaluation, corpora)
+    leaked = int(in_train(evaluation, found).sum())  # the check, apart from the filtering it checks
+    report["evaluation_texts_in_pretraining"] = leaked
+    if leaked:
+        raise DataError(f"the pretraining set holds {leaked} validation or test texts of the corpus being scored")
+    return found, report
+
+
+def _gathered(train: pa.Array, evaluation: pa.Array, corpora: Sequence[tuple[str, pa.Array]]) -> tuple[pa.Array, dict]:
+    """Steps 1 and 2: the train texts not in ``evaluation``, then each corpus's texts neither there nor held."""
     shared = in_train(evaluation, train)  # train texts that validation or test also holds
     kept = [train.filter(pa.array(~shared))]
     report: dict = {"train": {"texts": len(train), "in_validation_or_test": int(shared.sum()), "used": len(kept[0])}}
@@ -70,9 +79,7 @@ def pretraining_texts(
         texts = stripped(texts)
         scored = in_train(evaluation, texts)
         new = texts.filter(pa.array(~scored))
-        held = pa.concat_arrays(kept)
-        fresh = new.filter(pa.array(~in_train(held, new)))
-        fresh = pc.unique(fresh)  # first occurrence of each, in order
+        fresh = pc.unique(new.filter(pa.array(~in_train(pa.concat_arrays(kept), new))))  # first of each, in order
         kept.append(fresh)
         extra.append(
             {
@@ -84,8 +91,4 @@ def pretraining_texts(
             }
         )
     found = pa.concat_arrays(kept)
-    leaked = int(in_train(evaluation, found).sum())
-    report |= {"corpora": extra, "texts": len(found), "evaluation_texts_in_pretraining": leaked}
-    if leaked:
-        raise DataError(f"the pretraining set holds {leaked} validation or test texts of the corpus being scored")
-    return found, report
+    return found, report | {"corpora": extra, "texts": len(found)}
