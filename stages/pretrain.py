@@ -1,4 +1,4 @@
-"""Stage pretrain: optional masked-language-model pretraining of the encoder (pretrain.epochs > 0).
+"""Stage pretrain: optional pretraining of the encoder (pretrain.epochs > 0), by pretrain.objective.
 
 Reads the train texts and every text of ``pretrain.corpora``, never a validation or test
 text of the corpus being scored (:mod:`scratchformer.data.pretraining`; the counts go to the
@@ -26,7 +26,7 @@ from scratchformer.model.checkpoint import save_checkpoint, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.classify import seed_everything
 from scratchformer.train.distributed import ALONE, World, run_ranks
-from scratchformer.train.masked_lm import pretrain
+from scratchformer.train.pretraining import pretrain
 from scratchformer.train.recording import Recording
 from scratchformer.train.resume import resume_key
 from stages import stage, stage_code

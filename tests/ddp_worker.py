@@ -60,7 +60,7 @@ def train(world: distributed.World, fail_rank: int | None = None, precision: str
 def pretrain_mlm(world: distributed.World) -> dict:
     """Two epochs of masked-language-model pretraining on counting sequences; the summary and weights."""
     from scratchformer.config import PretrainConfig
-    from scratchformer.train.masked_lm import pretrain
+    from scratchformer.train.pretraining import pretrain
 
     g = torch.Generator().manual_seed(0)
     starts = torch.randint(0, 20, (90,), generator=g)

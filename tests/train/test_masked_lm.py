@@ -6,7 +6,8 @@ from scratchformer.config import PretrainConfig
 from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.checkpoint import load_pretrained, save_checkpoint, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.train.masked_lm import IGNORE, MaskedLMHead, mask_tokens, pretrain
+from scratchformer.train.masked_lm import IGNORE, MaskedLMHead, mask_tokens
+from scratchformer.train.pretraining import pretrain
 from scratchformer.train.recording import Recorder
 
 
@@ -62,8 +63,9 @@ def test_pretraining_learns_the_corpus_and_round_trips(tmp_path):
         load_pretrained(other, tmp_path / "pre.pt")
 
 
-def test_a_resumed_pretraining_ends_bit_identical_to_an_uninterrupted_one():
-    config = PretrainConfig(epochs=3, batch_size=16, lr=1e-2)
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_a_resumed_pretraining_ends_bit_identical_to_an_uninterrupted_one(objective):
+    config = PretrainConfig(epochs=3, batch_size=16, lr=1e-2, objective=objective)
     model_config = tiny_config(d_model=32, ff_dim=64, dropout=0.1)
 
     def fresh():
@@ -72,6 +74,8 @@ def test_a_resumed_pretraining_ends_bit_identical_to_an_uninterrupted_one():
 
     whole = fresh()
     expected = pretrain(whole, corpus(64), config, [0, 2, 3], 4, 0, "cpu")
+    named = {"mlm": {"mlm_loss", "masked_accuracy"}, "electra": {"detection_loss", "detection_accuracy"}}[objective]
+    assert expected["objective"] == objective and named < set(expected)
 
     class KilledError(Exception):
         pass

@@ -89,9 +89,11 @@ class TrainConfig(OptimConfig):
 
 @dataclass(frozen=True)
 class PretrainConfig(OptimConfig):
-    """Masked-language-model pretraining of the encoder on the training texts; 0 epochs = off.
+    """Pretraining of the encoder on the training texts; 0 epochs = off.
 
-    The optimizer keys are :class:`OptimConfig`'s; only their defaults differ here.
+    ``objective``: ``mlm`` (masked-language modelling, BERT's) or ``electra`` (replaced-token
+    detection: a small generator fills the masked positions, the encoder tells which tokens
+    were replaced). The optimizer keys are :class:`OptimConfig`'s; only their defaults differ here.
     """
 
     prefix: ClassVar[str] = "pretrain"
@@ -104,12 +106,17 @@ class PretrainConfig(OptimConfig):
     warmup_ratio: float = 0.05
     bucket_by_length: bool = True
     mask_prob: float = 0.15
+    objective: Literal["mlm", "electra"] = "mlm"
+    generator_layers: int = 1  # electra: the generator's blocks (its width and token embedding are the encoder's)
+    detection_weight: float = 50.0  # electra: the replaced-token loss's weight against the generator's (ELECTRA's 50)
     corpora: tuple[str, ...] = ()  # more unlabeled text: every text of these corpora joins the train texts
 
     def __post_init__(self) -> None:
         require(self.epochs >= 0, "pretrain.epochs", self.epochs, "must be >= 0 (0 = no pretraining)")
         super().__post_init__()
         require(0 < self.mask_prob < 1, "pretrain.mask_prob", self.mask_prob, "must be in (0, 1)")
+        require(self.generator_layers >= 1, "pretrain.generator_layers", self.generator_layers, "must be >= 1")
+        require(self.detection_weight > 0, "pretrain.detection_weight", self.detection_weight, "must be > 0")
         corpora = self.corpora if self.corpora is not None else ()
         require(
             isinstance(corpora, (list, tuple)) and all(isinstance(c, str) and c.strip() for c in corpora),

@@ -1,4 +1,4 @@
-"""Masked-language-model pretraining of the encoder on the training texts (BERT-style).
+"""Masked-language modelling (BERT-style): one of the two pretraining objectives (see train/pretraining.py).
 
 15% of the real tokens are chosen; of those 80% become [MASK], 10% a random token
 and 10% stay as they are; the loss is cross-entropy on the chosen positions only.
@@ -9,25 +9,14 @@ so pretraining adds only a small transform and a bias.
 
 from __future__ import annotations
 
-import logging
-import math
-import time
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from scratchformer.analysis.evaluation import accuracy, rounded
-from scratchformer.config import PretrainConfig, TrainConfig
-from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.diagnostics import grouped_parameters
-from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import NOTHING, Loop, StepResult
-from scratchformer.train.optim import Settings
-from scratchformer.train.recording import Recorder
+from scratchformer.train.loop import StepResult
 
-log = logging.getLogger(__name__)
 IGNORE = -100  # label of positions that carry no loss
 
 
@@ -102,54 +91,3 @@ class MaskedLM(nn.Module):
         logits = self.head(h[chosen]).float()  # (N, V): only the chosen positions
         loss = F.cross_entropy(logits, labels[chosen], reduction="sum")
         return StepResult(loss, loss.detach(), (logits.argmax(1) == labels[chosen]).sum())
-
-
-def pretrain(
-    model: TransformerClassifier,
-    train: TokenizedSplit,
-    config: PretrainConfig,
-    special_ids: list[int],
-    mask_id: int,
-    seed: int,
-    device: torch.device,
-    world: World = ALONE,
-    train_config: TrainConfig | None = None,
-    recorder: Recorder = NOTHING,
-    resume: dict | None = None,
-) -> dict:
-    """Train the encoder of ``model`` in place with the MLM objective; return summary metrics.
-
-    Runs on the same loop as classification (``train_config`` gives its
-    precision and logging interval; ``world`` its processes). ``recorder``
-    receives each step's record and, on rank 0 at the end of every epoch, the
-    state; handing that back as ``resume`` continues from there.
-    """
-    loop = Loop(
-        MaskedLM(model, special_ids, mask_id, config.mask_prob),
-        Settings.pretraining(config, train_config or TrainConfig()),
-        seed,
-        math.ceil(len(train) / config.batch_size),
-        device,
-        world,
-        label="pretraining",
-        hint="Lower pretrain.lr or warm it up for longer (pretrain.warmup_ratio)",
-    )
-    done = None
-    if resume is not None:
-        loop.restore(resume)
-        done = resume["done"]
-        log.info("pretraining: resuming after epoch %d of %d", loop.epoch, config.epochs)
-    start = time.perf_counter()
-    while loop.epoch < config.epochs:
-        done = loop.run_epoch(train, recorder)
-        mlm_loss, masked_accuracy = done["train_loss"], accuracy(*done["train_accuracy"])
-        log.info("pretrain epoch %d: mlm loss %.4f, masked accuracy %.4f", loop.epoch, mlm_loss, masked_accuracy)
-        state = loop.state()  # collective: all ranks take part
-        if world.main:
-            recorder.state({**state, "done": done})
-    log.info("pretrained %d epochs in %.1f s on %s", config.epochs, time.perf_counter() - start, device)
-    return {
-        "epochs": config.epochs,
-        "mlm_loss": rounded(done["train_loss"]),
-        "masked_accuracy": accuracy(*done["train_accuracy"]),
-    }
