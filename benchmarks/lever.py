@@ -14,9 +14,10 @@ answer to a review resampled with it
     python benchmarks/lever.py --set data.label_issues=drop [--base KEY=VALUE …] [--seeds 42 43 44]
         [--name label-drop] [--keep] [--control-record FILE]
 
-``--control-record`` takes the control's runs from an earlier record whose lever side had
-exactly this ``--base`` as its settings (the runs are deterministic on one machine), so a
-lever stacked on an earlier one runs only its own side.
+``--control-record`` takes the control's runs from an earlier record, from whichever of its
+sides ran with exactly this ``--base`` (the runs are deterministic on one machine): its lever
+side, for a lever stacked on that one, or its control side, for another lever against the
+same control. Only the lever's own side then runs.
 
 The experiments are named ``<name>-control-s<seed>`` and ``<name>-s<seed>``; ``--keep``
 fetches them into this repository. Writes ``benchmarks/results/levers/<name>.json``.
@@ -70,19 +71,24 @@ def inputs_for(settings: list[str]) -> list[str]:
 
 
 def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
-    """The lever side of an earlier record as this run's control: its runs of ``seeds`` and their answers.
+    """The side of an earlier record that ran with exactly ``base`` as this run's control: its runs of ``seeds``.
 
-    Each reused run must have been run with exactly ``base`` and its seed, so that the
-    comparison is the one a control run now would give (the runs are deterministic).
+    Its lever side (a lever stacked on that one) or its control side (another lever against
+    the same control); each reused run must have been run with ``base`` and its seed, so
+    that the comparison is the one a control run now would give (the runs are deterministic).
     """
-    earlier = {run["seed"]: run for run in json.loads(path.read_text(encoding="utf-8"))["lever_runs"]["runs"]}
+    record = json.loads(path.read_text(encoding="utf-8"))
+    sides = {side: {run["seed"]: run for run in record[side]["runs"]} for side in ("lever_runs", "control")}
     runs = []
     for seed in seeds:
-        if seed not in earlier:
-            raise SystemExit(f"{path}: no lever run of seed {seed} (it has {sorted(earlier)})")
-        if earlier[seed]["settings"] != [*base, f"seed={seed}"]:
-            raise SystemExit(f"{path}: seed {seed} ran with {earlier[seed]['settings']}, not --base {base}")
-        runs.append(earlier[seed])
+        if not any(seed in side for side in sides.values()):
+            raise SystemExit(f"{path}: no run of seed {seed} (it has {sorted(sides['lever_runs'])})")
+        wanted = [*base, f"seed={seed}"]
+        found = [side[seed] for side in sides.values() if seed in side and side[seed]["settings"] == wanted]
+        if not found:
+            ran = [side[seed]["settings"] for side in sides.values() if seed in side]
+            raise SystemExit(f"{path}: seed {seed} ran with {' and '.join(map(str, ran))}, not --base {base}")
+        runs.append(found[0])
     return runs, [recipe_time.recorded_answers(run) for run in runs]
 
 
@@ -97,8 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--control-record",
         type=Path,
         metavar="FILE",
-        help="an earlier record of this benchmark whose lever side is this control (its --base and --set are "
-        "this --base): its runs of the seeds are reused instead of run again",
+        help="an earlier record of this benchmark one of whose sides ran with exactly this --base (its lever "
+        "side: its --base and --set; or its control side: its --base): its runs of the seeds are reused",
     )
     args = parser.parse_args(argv)
     name = args.name or "-".join(s.replace("=", "-").replace(".", "-").replace("_", "-") for s in args.set)

@@ -244,8 +244,18 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
     ]
     assert stacked["control"]["runs"] == result["lever_runs"]["runs"]
     assert stacked["unseen_validation"]["delta"] == pytest.approx(0.0)  # both sides miss 15 and 25
-    with pytest.raises(SystemExit, match="seed 42 ran with"):  # a record whose lever side had other settings
+    with pytest.raises(SystemExit, match="seed 42 ran with"):  # a record neither of whose sides had these settings
         lever.main(["--set", "train.spans=0.3", "--base", "train.epochs=2", "--control-record", str(first)])
+
+    # Another lever against the first one's control: that control side is reused.
+    (bin_dir / "runs.txt").unlink()
+    beside = lever.main(
+        ["--set", "train.spans=0.3", "--base", "train.epochs=1", "--seeds", "42", "--control-record", str(first)]
+    )
+    assert (bin_dir / "runs.txt").read_text().splitlines() == [
+        "-n train-spans-0-3-s42 -S train.epochs=1 -S train.spans=0.3 -S seed=42",
+    ]
+    assert beside["control"]["runs"] == result["control"]["runs"][:1]
 
 
 def run_peers(tmp_path: Path, *flags: str) -> dict:
