@@ -17,6 +17,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from scratchformer.config import Params
 from scratchformer.data.ingest import read_column
+from scratchformer.data.labels import DataError
 from scratchformer.data.pretraining import corpus_texts, pretraining_texts
 from scratchformer.data.tokenization import encode_flat, load_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit, read_class_names
@@ -53,11 +54,14 @@ def texts_to_read(params: Params, raw_dir: Path, corpora_path: Path, tokenizer) 
     entry: a hub corpus is read at the commit recorded there, as the download stage reads
     ``data.source``.
     """
-    split = {name: read_column(raw_dir, name, "text") for name in ("train", "validation", "test")}
     found = json.loads(corpora_path.read_text(encoding="utf-8"))
     sources = [f["source"] for f in found]
     if sources != list(params.pretrain.corpora):
-        raise ValueError(f"{corpora_path} fingerprints {sources}, not pretrain.corpora: run the inputs stage")
+        raise DataError(
+            f"{corpora_path} fingerprints {sources}, but pretrain.corpora is {list(params.pretrain.corpora)}: "
+            "run the inputs stage (dvc repro runs it first)"
+        )
+    split = {name: read_column(raw_dir, name, "text") for name in ("train", "validation", "test")}
     corpora = [(f["source"], corpus_texts(f["source"], params.data.encoding, f.get("resolved"))) for f in found]
     texts, counts = pretraining_texts(split["train"], split["validation"], split["test"], corpora)
     flat = encode_flat(tokenizer, texts, params.tokenizer.max_len)

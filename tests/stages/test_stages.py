@@ -11,11 +11,13 @@ import yaml
 from fixtures import tiny_config, write_corpus, write_tokenizer
 
 from scratchformer.config import ConfigError, ProbeConfig, from_dict
+from scratchformer.data.labels import DataError
 from scratchformer.data.tokenization import load_tokenizer, probe_ids
 from scratchformer.model.checkpoint import CorruptFileError, load_pretrained, save_no_pretraining
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.train.resume import load_state, save_state
 from stages import run_stage
+from stages.pretrain import texts_to_read
 
 ROOT = Path(__file__).parents[2]
 
@@ -324,3 +326,13 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     assert isinstance(saved, Ensemble) and saved.nb is None and len(saved.members) == 2
     assert 0.5 <= metrics["nb_val_accuracy"] <= 1.0  # the teacher's own score is recorded
     assert not any(isinstance(m, torch.nn.Module) and "NB" in type(m).__name__ for m in saved.modules())
+
+
+def test_pretraining_refuses_fingerprints_of_other_corpora_than_params_lists(tmp_path):
+    params = from_dict({"pretrain": {"corpora": []}})
+    listed = tmp_path / "pretrain.json"
+    listed.write_text(json.dumps([{"source": "online-shopping"}]), encoding="utf-8")  # params list none
+    with pytest.raises(
+        DataError, match=r"pretrain\.json fingerprints \['online-shopping'\], but pretrain\.corpora is \[\]"
+    ):
+        texts_to_read(params, tmp_path / "raw", listed, tokenizer=None)
