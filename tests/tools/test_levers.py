@@ -208,6 +208,10 @@ def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tm
         "Unseen validation accuracy, mean over the seeds, with minus without: -0.0200 [-0.0300, -0.0100]"
     )
     assert lines[-1].endswith(": **below**.")
+    assert "reused" not in lines[0]
+    path.write_text(json.dumps({**record, "control_record": "first.json"}), encoding="utf-8")
+    reused = "The control's runs are those of `first.json`, reused (the runs are deterministic)."
+    assert paired_block(path).splitlines()[0].endswith(reused)
     assert paired_block(tmp_path / "none.json") is None
 
 

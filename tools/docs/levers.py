@@ -319,8 +319,10 @@ def paired_block(path: Path) -> str | None:
     median = {label: statistics.median(run["seconds"] for run in side["runs"]) for label, side in sides}
     timed = [(label, {**side, "seconds": median[label]}) for label, side in sides]  # a run's time: the median
     table = paired_table("run", timed, "median / mean", seconds=True)
+    reused = record.get("control_record")
+    control = f" The control's runs are those of `{reused}`, reused (the runs are deterministic)." if reused else ""
     return (
         f"Measured by `benchmarks/lever.py` at commit `{record['commit'][:7]}`: {settings} against the same "
-        f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.\n\n"
+        f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.{control}\n\n"
         f"{table}\n\n{paired_verdict(record['unseen_validation'], 'with minus without')}"
     )
