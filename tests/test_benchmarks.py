@@ -409,3 +409,63 @@ def test_the_benchmarks_command_line_overrides_the_recipe_they_time():
     assert (params.data.source, params.tokenizer.name, params.train.batch_size) == ("corpus", "vocab", 8)
     assert params.tokenizer.max_len == 128  # the recipe still applied
     assert peers.parse(["--tiny"]).steps == 2 and peers.parse([]).repeats == 5
+
+
+def test_agreement_counts_who_reads_each_unseen_review_right():
+    agreement = load("agreement")
+    model = np.array([True, True, False, False, True, False])
+    baseline = np.array([True, False, True, False, True, True])
+    assert agreement.groups(model, baseline) == {
+        "n": 6,
+        "both_right": 2,
+        "model_only": 1,
+        "baseline_only": 2,
+        "both_wrong": 1,
+        "margin": -1,  # the model reads one review fewer
+        "either_right": 5,
+    }
+
+
+def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, monkeypatch):
+    from fixtures import write_corpus
+
+    from scratchformer.analysis.baseline import BASELINES, fit_and_predict
+    from scratchformer.config import from_dict
+    from scratchformer.data.ingest import load_corpus
+
+    agreement = load("agreement")
+    corpus = write_corpus(tmp_path / "corpus")
+    params = tmp_path / "params.yaml"
+    params.write_text("seed: 42\n", encoding="utf-8")
+    local = from_dict({"data": {"source": str(corpus)}})
+    train, validation = (s.table.to_pandas() for s in load_corpus(local.data, 42).splits[:2])
+    svm = fit_and_predict(local.baseline, 42, train, {"v": validation}, BASELINES["svm"])["v"]
+    svm_right = svm == validation["label"].to_numpy()
+    model_right = ~svm_right  # right exactly where the baseline is wrong, and the other way round
+    model_right[0] = svm_right[0]  # but for the first review, which both read alike
+    seen = np.isin(validation["text"], train["text"])
+    run = {
+        "seed": 42,
+        "name": "r-s42",
+        "settings": [f"data.source={corpus}", "seed=42"],
+        "validation_right": "".join("1" if r else "0" for r in model_right),
+        "validation_seen": "".join("1" if s else "0" for s in seen),
+        "test_vs_best_baseline": {"name": "svm"},
+    }
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"lever": "r", "lever_runs": {"runs": [run]}}), encoding="utf-8")
+    monkeypatch.setattr(agreement, "OUT", tmp_path / "out")
+    result = agreement.main([str(record), "--params", str(params)])
+    got = result["runs"][0]
+    unseen = ~seen
+    assert got["n"] == unseen.sum() and got["baseline"] == "svm"
+    assert (
+        got["model_only"] == (~svm_right & unseen)[1:].sum() and got["baseline_only"] == (svm_right & unseen)[1:].sum()
+    )
+    assert got["both_right"] + got["both_wrong"] == int(unseen[0])
+    assert result["total"] == {k: v for k, v in got.items() if k not in ("seed", "name", "baseline")}
+    assert (tmp_path / "out" / "r-lever.json").is_file()
+    run["validation_seen"] = "1" + run["validation_seen"][1:] if not seen[0] else "0" + run["validation_seen"][1:]
+    record.write_text(json.dumps({"lever": "r", "lever_runs": {"runs": [run]}}), encoding="utf-8")
+    with pytest.raises(SystemExit, match="unseen reviews differ"):  # another split, or the reviews in another order
+        agreement.main([str(record), "--params", str(params)])

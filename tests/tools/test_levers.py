@@ -239,3 +239,31 @@ def test_the_paired_table_shows_unseen_test_and_short_reviews_only_where_every_r
     assert [r[-1] for r in rows] == ["0.9000", "0.8000", "1.0000", "0.8500", "1.0000"]
     older = paired_table("run", [("control", side(run(42), run(43))), ("lever", side(run(42, 1.0)))])
     assert "short reviews" not in older and "unseen test" in older  # a side without the short score: no column
+
+
+def test_the_agreement_block_has_a_row_per_seed_and_the_total(tmp_path):
+    from tools.docs.levers import agreement_block
+
+    def counts(n, both, model, base, neither):
+        return {"n": n, "both_right": both, "model_only": model, "baseline_only": base, "both_wrong": neither}
+
+    one = counts(100, 90, 2, 5, 3) | {"margin": -3, "either_right": 97}
+    record = {
+        "record": "benchmarks/results/levers/x.json",
+        "side": "lever",
+        "lever": "x",
+        "runs": [{"seed": 42, "baseline": "svm", **one}],
+        "total": one,
+    }
+    path = tmp_path / "x-lever.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    lines = agreement_block(path).splitlines()
+    assert lines[0].startswith(
+        "Counted by `benchmarks/agreement.py` from the lever side of `benchmarks/results/levers/x.json`"
+    )
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ")][1:]
+    assert cells == [
+        ["42", "SVM", "100", "90", "2", "5", "3", "-3", "0.9700"],
+        ["all", "", "100", "90", "2", "5", "3", "-3", "0.9700"],
+    ]
+    assert agreement_block(tmp_path / "none.json") is None

@@ -326,3 +326,32 @@ def paired_block(path: Path) -> str | None:
         f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.{control}\n\n"
         f"{table}\n\n{paired_verdict(record['unseen_validation'], 'with minus without')}"
     )
+
+
+AGREEMENT = Path("benchmarks/results/agreement")  # what benchmarks/agreement.py writes
+BASELINE_NAMES = {"baseline": "TF-IDF LR", "svm": "SVM", "nblr": "NB-LR"}
+
+
+def agreement_block(path: Path) -> str | None:
+    """What ``benchmarks/agreement.py`` counted: per seed, who reads each unseen validation review right.
+
+    None before the benchmark has written ``path``.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    header = ["seed", "baseline", "reviews", "both right", "only the model", "only the baseline", "both wrong"]
+    header += ["model minus baseline", "either right"]
+
+    def row(seed: str, baseline: str, g: dict) -> list[str]:
+        counts = [str(g[k]) for k in ("n", "both_right", "model_only", "baseline_only", "both_wrong")]
+        return [seed, baseline, *counts, f"{g['margin']:+d}", f"{g['either_right'] / g['n']:.4f}"]
+
+    rows = [row(str(r["seed"]), BASELINE_NAMES[r["baseline"]], r) for r in record["runs"]]
+    rows.append(row("all", "", record["total"]))
+    return (
+        f"Counted by `benchmarks/agreement.py` from the {record['side']} side of `{record['record']}` "
+        f"(`{record['lever']}`): each run's unseen validation reviews, by who reads each right, the run's model "
+        "or the n-gram baseline its evaluate stage compared it with (refit on the run's split). "
+        '"Either right" is the accuracy of a perfect choice between the two.\n\n' + markdown.table(header, rows)
+    )

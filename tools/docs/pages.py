@@ -110,6 +110,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return speed.compile_cost_block(src.root / speed.COMPILE_COST)
     if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever
         return levers.paired_block(src.root / levers.PAIRED / f"{name.removeprefix('lever-')}.json")
+    if name.startswith("agreement-"):  # agreement-products-lazy-table-lever: benchmarks/agreement.py's count
+        return levers.agreement_block(src.root / levers.AGREEMENT / f"{name.removeprefix('agreement-')}.json")
     if name == "recipe-time":  # before `recipe-`: the two commits' runs of the `transformer` recipe
         return speed.recipe_time_block(src.root / speed.RECIPE_TIME)
     if name.startswith("recipe-time-"):  # recipe-time-lazy-table: a kept record of a recipe not taken

@@ -1,0 +1,103 @@
+"""Where a recorded run and the strongest n-gram baseline disagree, review by review, on unseen validation.
+
+A difference of two accuracies says how many more reviews one classifier gets right; it
+does not say how many reviews either could still gain. This benchmark splits the unseen
+validation reviews of each run of a ``benchmarks/lever.py`` record into four groups: both
+right, only the model right, only the baseline right, both wrong. The model's margin over
+the baseline is (only the model) − (only the baseline); "both wrong" is what neither reads,
+among them the reviews whose label is itself doubtful; "either right" is the accuracy a
+perfect choice between the two would reach.
+
+The model's answers are the record's (``validation_right``, from the run's exported model);
+the baseline is the one its evaluate stage compared it with (``test_vs_best_baseline``:
+strongest on unseen validation), refit here on the run's own split (``data`` and ``seed``
+from the run's settings over params.yaml, as ``dvc exp run -S`` set them) by the baseline
+stage's code. The split is rebuilt by the download stage's code; its unseen mask must equal
+the record's (``validation_seen``), or the reviews would not be the same ones in the same
+order, and the run stops.
+
+    python benchmarks/agreement.py benchmarks/results/levers/products-lazy-table.json [--side lever|control]
+
+Writes ``benchmarks/results/agreement/<record name>-<side>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from scratchformer.analysis.baseline import BASELINES, fit_and_predict
+from scratchformer.config import load_params
+from scratchformer.data.ingest import load_corpus
+from scratchformer.data.splits import in_train
+from scratchformer.files import write_json
+from scratchformer.reporting import recipes
+
+HERE = Path(__file__).parent
+OUT = HERE / "results" / "agreement"
+SIDES = {"lever": "lever_runs", "control": "control"}
+
+
+def groups(model_right: np.ndarray, baseline_right: np.ndarray) -> dict[str, int]:
+    """The four groups of reviews, by who reads each right, and the margin and ceiling they imply."""
+    both = int((model_right & baseline_right).sum())
+    model_only = int((model_right & ~baseline_right).sum())
+    baseline_only = int((~model_right & baseline_right).sum())
+    neither = int((~model_right & ~baseline_right).sum())
+    return {
+        "n": len(model_right),
+        "both_right": both,
+        "model_only": model_only,
+        "baseline_only": baseline_only,
+        "both_wrong": neither,
+        "margin": model_only - baseline_only,
+        "either_right": both + model_only + baseline_only,
+    }
+
+
+def run_agreement(run: dict, params_path: Path) -> dict:
+    """One recorded run against its baseline on its own unseen validation reviews."""
+    overrides = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in run["settings"])}
+    params = recipes.overridden(load_params(params_path), overrides)
+    corpus = load_corpus(params.data, params.seed)
+    train, validation = (split.table.to_pandas() for split in corpus.splits[:2])
+    seen = in_train(train["text"], validation["text"])
+    recorded_seen = np.array([c == "1" for c in run["validation_seen"]])
+    if not np.array_equal(seen, recorded_seen):
+        raise SystemExit(f"{run['name']}: the rebuilt split's unseen reviews differ from the record's")
+    name = run["test_vs_best_baseline"]["name"]
+    predicted = fit_and_predict(params.baseline, params.seed, train, {"validation": validation}, BASELINES[name])
+    baseline_right = predicted["validation"] == validation["label"].to_numpy()
+    model_right = np.array([c == "1" for c in run["validation_right"]])
+    unseen = ~seen
+    return {"seed": run["seed"], "name": run["name"], "baseline": name} | groups(
+        model_right[unseen], baseline_right[unseen]
+    )
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("record", type=Path, help="a record of benchmarks/lever.py")
+    parser.add_argument("--side", choices=sorted(SIDES), default="lever", help="(default: %(default)s)")
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="what the runs' settings override")
+    args = parser.parse_args(argv)
+    record = json.loads(args.record.read_text(encoding="utf-8"))
+    runs = [run_agreement(run, args.params) for run in record[SIDES[args.side]]["runs"]]
+    totals = groups(np.zeros(0, bool), np.zeros(0, bool))
+    for run in runs:
+        totals = {k: totals[k] + run[k] for k in totals}
+    result = {"record": args.record.as_posix(), "side": args.side, "lever": record["lever"], "runs": runs} | {
+        "total": totals
+    }
+    write_json(OUT / f"{args.record.stem}-{args.side}.json", result)
+    print(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
