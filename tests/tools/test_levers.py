@@ -53,6 +53,11 @@ def rows(table):
     return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
 
 
+def block_rows(block):
+    """The body rows of the one table in a docs block of prose and a table."""
+    return rows("\n".join(line for line in block.splitlines() if line.startswith("|")))
+
+
 def test_levers_are_grouped_by_name_and_measured_against_the_control_and_nblr():
     from scratchformer.reporting.experiments import experiments
 
@@ -195,7 +200,7 @@ def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tm
     assert lines[0].startswith(
         "Measured by `benchmarks/lever.py` at commit `abcdef0`: `data.label_issues=drop` against"
     )
-    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ")][1:]
+    cells = block_rows(paired_block(path))
     assert [(c[0], c[1], c[2], c[4]) for c in cells[:4]] == [
         ("control", "42", "142", "0.8500"),
         ("control", "43", "143", "0.8600"),
@@ -255,13 +260,12 @@ def test_the_agreement_block_has_a_row_per_seed_and_the_total(tmp_path):
         "runs": [{"seed": 42, "baseline": "svm", **one}],
         "total": one,
     }
-    path = tmp_path / "x-lever.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    lines = agreement_block(path).splitlines()
-    assert lines[0].startswith(
+    (tmp_path / "x-lever.json").write_text(json.dumps(record), encoding="utf-8")
+    block = agreement_block(tmp_path / "x-lever.json")
+    assert block.startswith(
         "Counted by `benchmarks/agreement.py` from the lever side of `benchmarks/results/levers/x.json`"
     )
-    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ")][1:]
+    cells = block_rows(block)
     assert cells == [
         ["42", "SVM", "100", "90", "2", "5", "3", "-3", "0.9700"],
         ["all", "", "100", "90", "2", "5", "3", "-3", "0.9700"],
