@@ -47,11 +47,12 @@ from scratchformer.train.masked_lm import IGNORE, MaskedLMHead, mask_tokens
 
 
 def sample_tokens(probabilities: Tensor, uniform: Tensor) -> Tensor:
-    """One token per row of ``probabilities`` (N, V): the first whose cumulative probability reaches ``uniform`` (N,).
+    """One token per row of ``probabilities`` (N, V): the first whose cumulative probability exceeds ``uniform`` (N,).
 
     Inverse-transform sampling: with ``uniform`` drawn from U[0, 1), token v comes out with
-    probability ``probabilities[:, v]``. The cumulative sums are scaled by their last entry,
-    so rows that sum to 1 only up to rounding still cover [0, 1).
+    probability ``probabilities[:, v]`` (a token of probability 0 never: its cumulative sum is
+    its predecessor's). The draws are scaled by the rows' totals, so rows that sum to 1 only
+    up to rounding still cover [0, 1).
     """
     cumulative = probabilities.cumsum(dim=-1)  # (N, V)
     targets = uniform.unsqueeze(1) * cumulative[:, -1:]  # (N, 1)
@@ -76,11 +77,10 @@ class ReplacedTokenDetection(nn.Module):
     ``model`` is the discriminator (the encoder that is kept). ``prepare`` masks the whole
     global batch and draws each position's sampling number; its labels are (B, T, 3): the
     original token at a chosen position (``IGNORE`` elsewhere), the number, and 1 at a real
-    token (0 at a special token or PAD). The loss is
-    summed over the real tokens and averaged over all of them, across processes (``count``);
-    the generator's part is scaled by ``1 / mask_prob`` so that it stands for its mean over
-    the chosen tokens (exact in expectation). The logged loss and accuracy are the
-    detection's, per real token.
+    token (0 at a special token or PAD). The loss is summed over the real tokens and averaged
+    over all of them, across processes (``count``); the generator's part is scaled by
+    ``1 / mask_prob`` so that it stands for its mean over the chosen tokens (exact in
+    expectation). The logged loss and accuracy are the detection's, per real token.
     """
 
     unused_parameters = True
