@@ -79,6 +79,17 @@ def test_device_names_that_are_accepted(device):
         ({"train": {"token_dropout": 1.0}}, "train.token_dropout=1.0 must be in [0, 1)"),
         ({"train": {"ema_decay": -0.1}}, "train.ema_decay=-0.1 must be in [0, 1)"),
         ({"train": {"ensemble": 0}}, "train.ensemble=0 must be >= 1"),
+        ({"train": {"teachers": -1}}, "train.teachers=-1 must be >= 0"),
+        ({"train": {"distill": 0.0}}, "train.distill=0.0 must be in (0, 1]"),
+        (
+            {"train": {"teachers": 2}},
+            "train.ensemble=2 must be 1 with train.teachers=2: the teachers teach one network",
+        ),
+        ({"train": {"teachers": 1, "ensemble": 1, "nproc": 2, "sparse_ngrams": False}}, "train.nproc=2 must be 1 with"),
+        (
+            {"train": {"teachers": 1, "ensemble": 1}, "nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}},
+            "train.teachers=1 and nb.distill=0.5 are two teachers",
+        ),
         ({"model": {"ngram_max": 0}}, "model.ngram_max=0 must be >= 1"),
         ({"model": {"ngram_buckets": 0}}, "model.ngram_buckets=0 must be >= 1"),
         ({"model": {"ngram_buckets": 10**11}}, "model.ngram_buckets=100000000000 is above the limit 16777216"),
@@ -155,6 +166,7 @@ ONE = {"ensemble": 1}  # one model: the seed alone is used
         ({"seed": -1, "train": ONE}, "seed=-1 must be in 0..4294967295: numpy and torch take seeds in [0, 2**32)"),
         ({"seed": 2**32, "train": ONE}, "seed=4294967296 must be in 0..4294967295"),
         ({"seed": 2**32 - 2, "train": {"ensemble": 3}}, "train.ensemble=3 also uses seed+1..seed+2"),
+        ({"seed": 2**32 - 2, "train": {"ensemble": 1, "teachers": 2}}, "train.teachers=2 also uses seed+1..seed+2"),
     ],
 )
 def test_seeds_numpy_and_torch_refuse_are_refused_at_load(raw, message):

@@ -336,3 +336,58 @@ def test_pretraining_refuses_fingerprints_of_other_corpora_than_params_lists(tmp
         DataError, match=r"pretrain\.json fingerprints \['online-shopping'\], but pretrain\.corpora is \[\]"
     ):
         texts_to_read(params, tmp_path / "raw", listed, tokenizer=None)
+
+
+def test_teachers_train_first_and_teach_the_one_network_that_is_saved(tmp_path, monkeypatch):
+    """train.teachers 2: members 1 and 2 train on the labels, then member 0 learns from them; only it is saved."""
+    import torch
+
+    from scratchformer.model.checkpoint import load_checkpoint
+    from scratchformer.model.classifier import Ensemble
+    from scratchformer.train import ensemble
+    from scratchformer.train.recording import Recording
+    from stages import download, tokenize, train
+
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
+    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
+    params = from_dict(
+        {
+            "data": {"source": "corpus"},
+            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
+            "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32},
+            "train": {"epochs": 1, "batch_size": 16, "ensemble": 1, "teachers": 2, "distill": 0.7},
+            "probe": {"text": "房间很差。", "query_token": "差"},
+        }
+    )
+    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
+    tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
+    save_no_pretraining(tmp_path / "pretrained.pt")
+    calls, trained = [], {}
+    member = ensemble.train_member
+
+    def spied(k, **kwargs):
+        calls.append((k, kwargs.get("teacher"), kwargs.get("distill")))
+        trained[k] = member(k, **kwargs)
+        return trained[k]
+
+    monkeypatch.setattr(ensemble, "train_member", spied)
+    out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
+    inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
+    finished = []
+    monkeypatch.setattr(Recording, "close", lambda self: finished.extend(self.finished))  # keep what resumes would read
+    metrics = train.run(params, *inputs, *out.values())
+    assert [k for k, _, _ in calls] == [1, 2, 0]  # the teachers first
+    assert calls[0][1] is None and calls[1][1] is None  # they learn from the labels alone
+    teacher, distill = calls[2][1], calls[2][2]
+    assert isinstance(teacher, Ensemble) and distill == 0.7
+    assert list(teacher.members) == [trained[1].model, trained[2].model]
+    assert not teacher.training  # it answered without dropout while the student trained
+    saved, _ = load_checkpoint(out["model.pt"])
+    assert not isinstance(saved, Ensemble)  # the student alone
+    assert torch.equal(saved.head.weight, trained[0].model.head.weight)
+    assert set(metrics["teacher_val_accuracy"]) == {"1", "2"} and metrics["ensemble"] == 1
+    assert [m["member"] for m in finished] == [1, 2, 0]  # a rerun finds each finished member by its number
+    recording = Recording(tmp_path / "no-state.pt", {})
+    recording.finished = finished
+    assert recording.restored(0)["model"]["head.weight"].equal(trained[0].model.head.weight)

@@ -61,8 +61,11 @@ class Params:
     short_reviews: str | None = "checks/short_reviews.tsv"  # own short reviews scored as short.*; None = off
 
     def __post_init__(self) -> None:
-        members = self.train.ensemble - 1  # the members train from seed, seed+1, …, seed+members
-        also = f" (train.ensemble={self.train.ensemble} also uses seed+1..seed+{members})" if members else ""
+        members = self.train.ensemble - 1 + self.train.teachers  # the networks train from seed, seed+1, …
+        users = [f"train.ensemble={self.train.ensemble}"] if self.train.ensemble > 1 else []
+        users += [f"train.teachers={self.train.teachers}"] if self.train.teachers else []
+        verb = "also uses" if len(users) == 1 else "also use"
+        also = f" ({' and '.join(users)} {verb} seed+1..seed+{members})" if members else ""
         require(
             0 <= self.seed < SEEDS - members,
             "seed",
@@ -82,6 +85,12 @@ class Params:
             "train.ngram_decay",
             self.train.ngram_decay,
             "needs an n-gram table: set model.ngram_max > 1",
+        )
+        require(
+            not (self.train.teachers and self.nb.distill),
+            "train.teachers",
+            self.train.teachers,
+            f"and nb.distill={self.nb.distill} are two teachers: distil from one (nb.distill 0 or train.teachers 0)",
         )
         require(
             -self.model.n_layers <= self.probe.layer < self.model.n_layers,

@@ -51,6 +51,8 @@ class TrainConfig(OptimConfig):
     sparse_ngrams: bool = True  # the n-gram table: sparse gradients, lazy AdamW and EMA on the rows a batch uses
     ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
     ensemble: int = 2  # models trained from seeds seed, seed+1, …; their mean probability predicts
+    teachers: int = 0  # k > 0: k networks (seeds seed+1..seed+k) train first and teach the one that is saved (seed)
+    distill: float = 0.5  # with teachers: their mean probability's weight in the saved network's targets
     select: Literal["val_loss", "val_accuracy"] = "val_loss"  # which epoch's weights are kept
     nproc: int = 1  # data-parallel processes (torch.distributed); the global batch stays batch_size
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16: autocast; fp16: autocast + loss scaling (CUDA)
@@ -71,6 +73,21 @@ class TrainConfig(OptimConfig):
         require(0 <= self.spans <= 1, "train.spans", self.spans, "must be in [0, 1]")
         require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
         require(self.ensemble >= 1, "train.ensemble", self.ensemble, "must be >= 1")
+        require(self.teachers >= 0, "train.teachers", self.teachers, "must be >= 0 (0 = no distillation)")
+        require(0 < self.distill <= 1, "train.distill", self.distill, "must be in (0, 1]")
+        if self.teachers:
+            require(
+                self.ensemble == 1,
+                "train.ensemble",
+                self.ensemble,
+                f"must be 1 with train.teachers={self.teachers}: the teachers teach one network",
+            )
+            require(
+                self.nproc == 1,
+                "train.nproc",
+                self.nproc,
+                f"must be 1 with train.teachers={self.teachers}: rank 0 alone keeps a teacher's best epoch",
+            )
         require(self.nproc >= 1, "train.nproc", self.nproc, "must be >= 1")
         require(
             self.batch_size >= self.nproc,

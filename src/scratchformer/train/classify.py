@@ -147,6 +147,13 @@ class Classification(nn.Module):
         noise = {"token_dropout": config.token_dropout, "spans": config.spans, "span_length": config.span_length}
         return cls(model, config.label_smoothing, teacher=teacher, distill=distill, **noise, clause_ends=clause_ends)
 
+    def train(self, mode: bool = True) -> Classification:
+        """Switch the student's mode; a teacher stays in eval mode (no dropout in its answers)."""
+        super().train(mode)
+        if self.teacher is not None:
+            self.teacher.eval()
+        return self
+
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         if isinstance(self.teacher, OutOfFold):
             labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)

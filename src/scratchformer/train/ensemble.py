@@ -86,30 +86,42 @@ def train_ensemble(
     seed+1, …, each keeping its best epoch; member 0's curves and probe snapshots are the
     plotted ones. With ``nb.ngrams`` > 0 the NB model is fit first (:func:`fit_nb`): it
     joins the ensemble (``nb.role`` member) or only teaches (teacher, ``nb.distill`` > 0),
-    and the saved model is then the Transformers alone. ``recording`` keeps the curves and
-    the resumable state; every process of a multi-process run (``world``) calls this.
+    and the saved model is then the Transformers alone. With ``train.teachers`` = k > 0 the
+    teachers train first (members 1..k, from seeds seed+1..seed+k, on the labels alone), and
+    member 0, the one saved, learns from targets that mix the labels with the teachers' mean
+    probability on each batch as it sees it (weight ``train.distill``): distillation from an
+    ensemble into one network. ``recording`` keeps the curves and the resumable state; every
+    process of a multi-process run (``world``) calls this.
     """
     shown = make_probe(probe, tokenizer, max_len)
     fitted = (
         fit_nb(nb, model.num_classes, tokenizer, train_split=train_split, val_split=val_split) if nb.ngrams else None
     )
-    teacher = fitted.model if fitted and nb.distill else None
+    common = dict(
+        seed=seed,
+        model=model,
+        train=train,
+        tokenizer=tokenizer,
+        train_split=train_split,
+        val_split=val_split,
+        pretrained_path=pretrained_path,
+        device=device,
+        recording=recording,
+        world=world,
+    )
+    # Distillation from an ensemble: the teachers (members 1..k) train first, on the labels alone.
+    teachers = [train_member(k, **common) for k in range(1, train.teachers + 1)]
+    if teachers:
+        teacher, distill = Ensemble([t.model for t in teachers]), train.distill
+    else:
+        teacher, distill = (fitted.model if fitted and nb.distill else None), nb.distill
     members = [
         train_member(
             k,
-            seed=seed,
-            model=model,
-            train=train,
-            tokenizer=tokenizer,
-            train_split=train_split,
-            val_split=val_split,
-            pretrained_path=pretrained_path,
-            device=device,
-            recording=recording,
+            **common,
             probe=shown if k == 0 else None,  # member 0's snapshots are the plotted ones
-            world=world,
             teacher=teacher,
-            distill=nb.distill,
+            distill=distill,
         )
         for k in range(train.ensemble)
     ]
@@ -121,8 +133,12 @@ def train_ensemble(
     snapshots = members[0].snapshots
     record = snapshots_record(shown, probe, n_layers=model.n_layers, class_names=class_names, snapshots=snapshots)
     histories = [m.history for m in members]
-    best_epochs, seconds = [h.best_epoch for h in histories], sum(h.seconds for h in histories)
-    return Trained(final, best_epochs, stage_metrics(members, final, train, fitted), record, seconds)
+    best_epochs = [h.best_epoch for h in histories]
+    seconds = sum(m.history.seconds for m in members + teachers)  # what the saved model cost, its teachers too
+    metrics = stage_metrics(members, final, train, fitted)
+    if teachers:
+        metrics["teacher_val_accuracy"] = {str(k): t.history.best["val_accuracy"] for k, t in enumerate(teachers, 1)}
+    return Trained(final, best_epochs, metrics, record, seconds)
 
 
 def stage_metrics(members: list[Member], final: nn.Module, train: TrainConfig, fitted: NBFit | None) -> dict:
@@ -166,13 +182,13 @@ def train_member(
     recording: Recording,
     probe: Probe | None = None,
     world: World = ALONE,
-    teacher: NBLogistic | OutOfFold | None = None,
+    teacher: NBLogistic | OutOfFold | Ensemble | None = None,
     distill: float = 0.0,
 ) -> Member:
     """Member ``k`` of ``recording``, trained from seed ``seed + k``, at its best epoch.
 
-    With a ``teacher`` and ``distill`` > 0 its targets mix in the teacher's
-    probabilities (:class:`~scratchformer.train.classify.Classification`).
+    With a ``teacher`` (the NB model, or an ensemble of teachers) and ``distill`` > 0 its
+    targets mix in the teacher's probabilities (:class:`~scratchformer.train.classify.Classification`).
 
     A member that finished before the run stopped is restored instead; one that
     had begun carries on from its last epoch. With a ``probe``, its snapshot at

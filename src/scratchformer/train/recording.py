@@ -13,7 +13,7 @@ an ensemble (a stage that trains one model has one member, 0), a
 snapshots and saves the run's state at the end of each of its epochs. The
 state file holds the finished members and the current one::
 
-    {"key": …, "members": [finished, …], "current": loop state + "member" k, or None}
+    {"key": …, "members": [finished + "member" k, …], "current": loop state + "member" k, or None}
 
 so that a rerun restores the finished members, resumes the current one where
 it stopped, and logs again (:meth:`Curves.replay`) what had been logged before.
@@ -118,12 +118,17 @@ class Recording:
             self.live.end()
 
     def restored(self, k: int) -> dict | None:
-        """What member ``k`` left if it finished before the run stopped (its curves logged again), else None."""
-        if k >= len(self.finished):
+        """What member ``k`` left if it finished before the run stopped (its curves logged again), else None.
+
+        Members need not train in the order of their numbers (distillation trains its teachers,
+        1..k, before member 0), so each finished one is found by its number.
+        """
+        saved = next((m for m in self.finished if m["member"] == k), None)
+        if saved is None:
             return None
         log.info("member %d: restored, trained before the run stopped", k)
-        Curves(self.live, k).replay(self.finished[k]["history"])
-        return self.finished[k]
+        Curves(self.live, k).replay(saved["history"])
+        return saved
 
     def member(self, k: int = 0, probe: Probe | None = None) -> MemberRecorder:
         """The recorder of member ``k``'s training, resuming where it stopped if it had begun."""
@@ -132,7 +137,7 @@ class Recording:
 
     def finish(self, k: int, saved: dict) -> None:
         """Member ``k`` has ended: ``saved`` (plain data) is what restores it; the state says so."""
-        self.finished.append(saved)
+        self.finished.append({**saved, "member": k})
         self.current = None
         self.save(None)
 
