@@ -86,35 +86,18 @@ def train_ensemble(
     seed+1, …, each keeping its best epoch; member 0's curves and probe snapshots are the
     plotted ones. With ``nb.ngrams`` > 0 the NB model is fit first (:func:`fit_nb`): it
     joins the ensemble (``nb.role`` member) or only teaches (teacher, ``nb.distill`` > 0),
-    and the saved model is then the Transformers alone. With ``train.teachers`` = k > 0 the
-    teachers train first (members 1..k, from seeds seed+1..seed+k, on the labels alone), and
-    member 0, the one saved, learns from targets that mix the labels with the teachers' mean
-    probability on each batch as it sees it (weight ``train.distill``): distillation from an
-    ensemble into one network. ``recording`` keeps the curves and the resumable state; every
-    process of a multi-process run (``world``) calls this.
+    and the saved model is then the Transformers alone. With ``train.teachers`` > 0, networks
+    trained first teach the saved one instead (:func:`teaching`). ``recording`` keeps the
+    curves and the resumable state; every process of a multi-process run (``world``) calls this.
     """
     shown = make_probe(probe, tokenizer, max_len)
     fitted = (
         fit_nb(nb, model.num_classes, tokenizer, train_split=train_split, val_split=val_split) if nb.ngrams else None
     )
-    common = dict(
-        seed=seed,
-        model=model,
-        train=train,
-        tokenizer=tokenizer,
-        train_split=train_split,
-        val_split=val_split,
-        pretrained_path=pretrained_path,
-        device=device,
-        recording=recording,
-        world=world,
-    )
-    # Distillation from an ensemble: the teachers (members 1..k) train first, on the labels alone.
-    teachers = [train_member(k, **common) for k in range(1, train.teachers + 1)]
-    if teachers:
-        teacher, distill = Ensemble([t.model for t in teachers]), train.distill
-    else:
-        teacher, distill = (fitted.model if fitted and nb.distill else None), nb.distill
+    splits = {"train_split": train_split, "val_split": val_split}
+    common = dict(seed=seed, model=model, train=train, tokenizer=tokenizer, **splits, device=device, world=world)
+    common |= {"pretrained_path": pretrained_path, "recording": recording}
+    teachers, teacher, distill = teaching(train, nb, fitted, common)
     members = [
         train_member(
             k,
@@ -132,20 +115,41 @@ def train_ensemble(
     final = transformers[0] if len(members) == 1 and nb_member is None else Ensemble(transformers, nb_member)
     snapshots = members[0].snapshots
     record = snapshots_record(shown, probe, n_layers=model.n_layers, class_names=class_names, snapshots=snapshots)
-    histories = [m.history for m in members]
-    best_epochs = [h.best_epoch for h in histories]
+    best_epochs = [m.history.best_epoch for m in members]
     seconds = sum(m.history.seconds for m in members + teachers)  # what the saved model cost, its teachers too
-    metrics = stage_metrics(members, final, train, fitted)
-    if teachers:
-        metrics["teacher_val_accuracy"] = {str(k): t.history.best["val_accuracy"] for k, t in enumerate(teachers, 1)}
+    metrics = stage_metrics(members, final, train, fitted, teachers)
     return Trained(final, best_epochs, metrics, record, seconds)
 
 
-def stage_metrics(members: list[Member], final: nn.Module, train: TrainConfig, fitted: NBFit | None) -> dict:
+def teaching(
+    train: TrainConfig, nb: NBConfig, fitted: NBFit | None, common: dict
+) -> tuple[list[Member], nn.Module | None, float]:
+    """Who teaches the saved members, and with what weight: the teachers trained here (if any), the module, α.
+
+    Distillation from an ensemble: with ``train.teachers`` = k the teachers (members 1..k, from
+    seeds seed+1..seed+k) train first, on the labels alone, and teach as one ensemble: member
+    0, the one saved, learns from targets mixing the labels with their mean probability on each
+    batch as it sees it (weight ``train.distill``). Otherwise the NB model teaches when
+    ``nb.distill`` > 0, or no one. ``common``: :func:`train_member`'s keyword arguments.
+    """
+    teachers = [train_member(k, **common) for k in range(1, train.teachers + 1)]
+    if teachers:
+        return teachers, Ensemble([t.model for t in teachers]), train.distill
+    return [], (fitted.model if fitted and nb.distill else None), nb.distill
+
+
+def stage_metrics(
+    members: list[Member],
+    final: nn.Module,
+    train: TrainConfig,
+    fitted: NBFit | None,
+    teachers: list[Member] | None = None,
+) -> dict:
     """The train stage's metrics: member 0's best and last epoch, its gradient norms, the saved model's size.
 
     With several members, each one's best validation accuracy; with an NB model (member or
-    teacher), its own train and validation accuracy: each beside the ensemble's in evaluate.
+    teacher), its own train and validation accuracy: each beside the ensemble's in evaluate;
+    with ``teachers``, each one's best validation accuracy.
     """
     history = members[0].history
     best, last = history.best, history.epochs[-1]
@@ -165,6 +169,8 @@ def stage_metrics(members: list[Member], final: nn.Module, train: TrainConfig, f
         metrics["member_val_accuracy"] = {str(k): m.history.best["val_accuracy"] for k, m in enumerate(members)}
     if fitted:
         metrics["nb_train_accuracy"], metrics["nb_val_accuracy"] = fitted.train_accuracy, fitted.val_accuracy
+    if teachers:
+        metrics["teacher_val_accuracy"] = {str(k): t.history.best["val_accuracy"] for k, t in enumerate(teachers, 1)}
     return metrics
 
 
