@@ -29,7 +29,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from scratchformer.analysis.baseline import BASELINES, fit_and_predict
 from scratchformer.config import load_params
@@ -62,8 +61,7 @@ def groups(model_right: np.ndarray, baseline_right: np.ndarray) -> dict[str, int
 
 def run_agreement(run: dict, params_path: Path) -> dict:
     """One recorded run against its baseline on its own unseen validation reviews."""
-    overrides = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in run["settings"])}
-    params = recipes.overridden(load_params(params_path), overrides)
+    params = recipes.overridden(load_params(params_path), recipes.parsed(run["settings"]))
     corpus = load_corpus(params.data, params.seed)
     train, validation = (split.table.to_pandas() for split in corpus.splits[:2])
     seen = in_train(train["text"], validation["text"])

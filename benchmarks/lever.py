@@ -38,7 +38,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from scratchformer.config import load_params
 from scratchformer.files import write_json
@@ -66,8 +65,7 @@ def side_summary(runs: list[dict]) -> dict:
 
 def inputs_for(settings: list[str]) -> list[str]:
     """The local input folders the runs read: params.yaml's, with ``settings`` (``KEY=VALUE``) on top."""
-    overrides = {key: yaml.safe_load(value) for key, value in (s.split("=", 1) for s in settings)}
-    return recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), overrides))
+    return recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), recipes.parsed(settings)))
 
 
 def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
@@ -78,16 +76,16 @@ def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[lis
     that the comparison is the one a control run now would give (the runs are deterministic).
     """
     record = json.loads(path.read_text(encoding="utf-8"))
-    sides = {side: {run["seed"]: run for run in record[side]["runs"]} for side in ("lever_runs", "control")}
+    earlier = [*record["lever_runs"]["runs"], *record["control"]["runs"]]
     runs = []
     for seed in seeds:
-        if not any(seed in side for side in sides.values()):
-            raise SystemExit(f"{path}: no run of seed {seed} (it has {sorted(sides['lever_runs'])})")
-        wanted = [*base, f"seed={seed}"]
-        found = [side[seed] for side in sides.values() if seed in side and side[seed]["settings"] == wanted]
+        ran = [run for run in earlier if run["seed"] == seed]
+        if not ran:
+            raise SystemExit(f"{path}: no run of seed {seed} (it has {sorted({run['seed'] for run in earlier})})")
+        found = [run for run in ran if run["settings"] == [*base, f"seed={seed}"]]
         if not found:
-            ran = [side[seed]["settings"] for side in sides.values() if seed in side]
-            raise SystemExit(f"{path}: seed {seed} ran with {' and '.join(map(str, ran))}, not --base {base}")
+            settings = " and ".join(str(run["settings"]) for run in ran)
+            raise SystemExit(f"{path}: seed {seed} ran with {settings}, not --base {base}")
         runs.append(found[0])
     return runs, [recipe_time.recorded_answers(run) for run in runs]
 

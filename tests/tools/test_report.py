@@ -385,3 +385,10 @@ def test_the_test_time_line_quotes_both_suites_from_the_benchmark(tmp_path):
     line = test_time_line(path)
     assert '`python -m pytest -m "not slow"` runs 640 tests in 1.2 minutes' in line
     assert "`python -m pytest`, 700 tests with the end-to-end ones, in 21 minutes" in line
+
+
+def test_settings_read_back_as_the_overrides_they_were_written_from():
+    overrides = {"data.split": [0.8, 0.1, 0.1], "data.drop_empty": True, "data.revision": None, "train.lr": 0.004}
+    overrides |= {"pretrain.corpora": ["lansinuote/ChnSentiCorp", "online-shopping"], "model.pooling": "attention"}
+    assert recipes.parsed(recipes.settings(overrides)) == overrides
+    assert recipes.parsed(["data.source=a=b"]) == {"data.source": "a=b"}  # split at the first "=" only

@@ -22,6 +22,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.experiments import experiments
 from tools.docs.ablations import REFERENCE, RENAMED
+from tools.docs.corpora import SHORT_NAMES
 
 RECORD = Path("docs/levers.json")
 NAME = re.compile(r"^(?P<resplit>rs-)?(?P<lever>[a-z0-9][a-z0-9.-]*?)-s(?P<seed>\d+)$")
@@ -329,7 +330,6 @@ def paired_block(path: Path) -> str | None:
 
 
 AGREEMENT = Path("benchmarks/results/agreement")  # what benchmarks/agreement.py writes
-BASELINE_NAMES = {"baseline": "TF-IDF LR", "svm": "SVM", "nblr": "NB-LR"}
 
 
 def agreement_block(path: Path) -> str | None:
@@ -347,7 +347,7 @@ def agreement_block(path: Path) -> str | None:
         counts = [str(g[k]) for k in ("n", "both_right", "model_only", "baseline_only", "both_wrong")]
         return [seed, baseline, *counts, f"{g['margin']:+d}", f"{g['either_right'] / g['n']:.4f}"]
 
-    rows = [row(str(r["seed"]), BASELINE_NAMES[r["baseline"]], r) for r in record["runs"]]
+    rows = [row(str(r["seed"]), SHORT_NAMES[r["baseline"]], r) for r in record["runs"]]
     rows.append(row("all", "", record["total"]))
     return (
         f"Counted by `benchmarks/agreement.py` from the {record['side']} side of `{record['record']}` "

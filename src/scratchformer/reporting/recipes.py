@@ -62,6 +62,11 @@ def value(v: object) -> str:
     return str(v)
 
 
+def parsed(settings: list[str]) -> dict[str, object]:
+    """``-S`` settings (``KEY=VALUE``) back into overrides, each value read as YAML: the inverse of :func:`settings`."""
+    return {key: yaml.safe_load(v) for key, v in (setting.split("=", 1) for setting in settings)}
+
+
 def settings(overrides: dict[str, object]) -> list[str]:
     """``["train.epochs=7", …]``: the arguments that follow each ``-S`` (one argument each, unquoted)."""
     return [f"{k}={value(v)}" for k, v in overrides.items()]

@@ -94,9 +94,10 @@ def train_ensemble(
     fitted = (
         fit_nb(nb, model.num_classes, tokenizer, train_split=train_split, val_split=val_split) if nb.ngrams else None
     )
-    splits = {"train_split": train_split, "val_split": val_split}
-    common = dict(seed=seed, model=model, train=train, tokenizer=tokenizer, **splits, device=device, world=world)
-    common |= {"pretrained_path": pretrained_path, "recording": recording}
+    common = dict(
+        seed=seed, model=model, train=train, tokenizer=tokenizer, device=device, world=world
+    )  # every member's
+    common |= dict(train_split=train_split, val_split=val_split, pretrained_path=pretrained_path, recording=recording)
     teachers, teacher, distill = teaching(train, nb, fitted, common)
     members = [
         train_member(

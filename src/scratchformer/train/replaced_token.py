@@ -26,7 +26,7 @@ What is built, after the paper:
 
 The sampling draws its random numbers in :meth:`ReplacedTokenDetection.prepare`, from the
 loop's generator, one uniform number per position: a sample is the first token whose
-cumulative probability reaches it. So a run is as repeatable as masked-language modelling.
+cumulative probability exceeds it. So a run is as repeatable as masked-language modelling.
 
 Only the discriminator is kept: the pretrain stage saves the encoder, and the train stage
 starts from it; the generator and the detection head are thrown away.
