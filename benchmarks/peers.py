@@ -11,7 +11,7 @@ initialisation:
 
 ``ours`` is :class:`~scratchformer.model.classifier.TransformerClassifier` built from the
 model section of params.yaml (``default``) or with a recipe's overrides on top
-(``transformer``: max_len 128, attention pooling, a 262,144-row hashed n-gram table, …). The
+(``transformer``: max_len 128, attention pooling, a 1,048,576-row hashed n-gram table, …). The
 peers have no n-gram table: at the recipe's sizes ours carries that table's lookups and
 updates and they do not.
 

@@ -24,7 +24,7 @@ def load(name: str):
 
 
 @pytest.mark.parametrize(
-    ("recipe", "telltale"), [("best", "train.ensemble=3"), ("transformer", "model.ngram_buckets=262144")]
+    ("recipe", "telltale"), [("best", "train.ensemble=3"), ("transformer", "model.ngram_buckets=1048576")]
 )
 def test_gpu_check_runs_the_recipes_the_docs_print(recipe, telltale):
     gpu_check = load("gpu_check")
@@ -319,7 +319,7 @@ def test_a_recipe_applied_to_params_gives_the_sizes_its_file_sets_and_refuses_a_
     params = load_params(ROOT / "params.yaml")
     assert recipes.applied(params, "default", ROOT / "recipes") is params
     recipe = recipes.applied(params, "transformer", ROOT / "recipes")
-    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (128, 3, 262144)
+    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (128, 3, 1048576)
     assert recipe.model.d_model == params.model.d_model and recipe.train.bucket_by_length
     (tmp_path / "typo.yaml").write_text("model.d_modle: 32\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"model\.d_modle"):
