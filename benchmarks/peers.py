@@ -243,12 +243,14 @@ def measure(models: list[Contender], warm: list, timed: list, repeats: int) -> d
         predict = n_timed / statistics.median(c.predict_seconds)
         beyond = c.warmup_seconds - n_warm / train - n_warm / predict  # the warm-up's extra: tracing, compiling
         results[c.name] = {
-            "train_samples_per_s": round(train, 1),
-            "predict_texts_per_s": round(predict, 1),
+            # significant digits, not decimals: the ratios are taken from these, and a slow tiny pass
+            # (a few samples a second on a busy machine) would lose a percent to rounding at 0.1
+            "train_samples_per_s": float(f"{train:.5g}"),
+            "predict_texts_per_s": float(f"{predict:.5g}"),
             "compile_seconds": round(max(beyond, 0.0), 1),
             "error": None,
-            "train_seconds": [round(s, 6) for s in c.train_seconds],
-            "predict_seconds": [round(s, 6) for s in c.predict_seconds],
+            "train_seconds": [float(f"{s:.6g}") for s in c.train_seconds],
+            "predict_seconds": [float(f"{s:.6g}") for s in c.predict_seconds],
         }
     return results
 

@@ -168,6 +168,17 @@ def keep_experiments(clone: Path) -> None:
         subprocess.run(["git", "fetch", "-q", str(clone), *(f"+{r}:{r}" for r in refs)], check=True)
 
 
+def experiment_name(recipe: str, commit: str, seed: int, corpus: str | None = None) -> str:
+    """``transformer-904aaff-s42``; on another corpus ``products-transformer-904aaff-s42``.
+
+    The commit is in the name because the same recipe at two commits is two experiments, and
+    the corpus because ``--keep`` fetches every run's experiment ref into one repository: the
+    same recipe, commit and seed on two corpora must not overwrite each other's ref.
+    """
+    prefix = f"{recipes.RUN_NAMES.get(corpus, corpus)}-" if corpus else ""
+    return f"{prefix}{recipe}-{commit[:7]}-s{seed}"
+
+
 def time_recipe(
     rev: str, name: str, seed: int, inputs: list[str], keep: bool = False, corpus: str | None = None
 ) -> tuple[dict, dict[str, np.ndarray]]:
@@ -183,8 +194,8 @@ def time_recipe(
         recipe = recipes.settings(recipes.load(name, clone / "recipes"))  # the recipe as that commit's docs print it
         data = recipes.settings(recipes.load(f"corpora/{corpus}", clone / "recipes")) if corpus else []
         settings = [*recipe, *data, f"seed={seed}"]
-        short = commit[:7]  # in the name: the same recipe at two commits is two experiments
-        command = ["dvc", "exp", "run", "-n", f"{name}-{short}-s{seed}", *(a for s in settings for a in ("-S", s))]
+        command = ["dvc", "exp", "run", "-n", experiment_name(name, commit, seed, corpus)]
+        command += [a for s in settings for a in ("-S", s)]
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}  # the clone's code, whatever is installed
         record, answers = timed_run(clone, env, command)
         if keep:

@@ -67,6 +67,15 @@ def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path,
     assert recipe_time.local_inputs(pretraining) == ["corpora/reviews", "more"]  # the clone reads it too
 
 
+def test_recipe_time_names_a_run_on_another_corpus_apart_from_the_same_run_on_the_default_one():
+    recipe_time = load("recipe_time")
+    commit = "904aaff86cb3319fb77256a9321fee88410b04f8"
+    assert recipe_time.experiment_name("transformer", commit, 42) == "transformer-904aaff-s42"
+    on_products = recipe_time.experiment_name("transformer", commit, 42, "online-shopping")
+    assert on_products == "products-transformer-904aaff-s42"
+    assert recipe_time.experiment_name("transformer", commit, 42, "reviews") == "reviews-transformer-904aaff-s42"
+
+
 def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_the_ratio(tmp_path, monkeypatch):
     """Two commits whose recipe differs; a stand-in `dvc` on PATH writes the metrics and takes longer per epoch."""
     import json

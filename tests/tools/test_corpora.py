@@ -125,6 +125,8 @@ def test_the_headline_keeps_only_the_named_runs_and_every_baseline(tmp_path):
     shown = tables(corpora.corpora_block(kept, only=("wide", "products-default")))
     assert [row[0] for row in shown["ChnSentiCorp"][1]][:2] == ["`wide`", corpora.BASELINES["baseline"]]  # no `tf`
     assert len(shown["ChnSentiCorp"][1]) == 4 and shown["online-shopping"][1][0][0] == "`products-default`"
+    only_products = tables(corpora.corpora_block(kept, only=("products-default",)))
+    assert list(only_products) == ["online-shopping"]  # no ChnSentiCorp table of baselines alone
 
 
 def test_the_record_keeps_runs_whose_experiments_are_gone(tmp_path):

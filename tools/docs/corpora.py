@@ -280,13 +280,14 @@ def corpus_table(runs: list[dict], baselines: list[dict]) -> str:
     return markdown.table(header, rows)
 
 
-HEADLINE = ("default", "products-default", "transformer", "best")  # the runs the README's table shows
+HEADLINE = ("default", "products-default", "transformer", "products-transformer", "best")  # the README's table
 
 
 def corpora_block(record: dict[str, list[dict]], only: tuple[str, ...] | None = None) -> str:
     """Per corpus and way of splitting it, a heading line and its :func:`corpus_table`.
 
-    ``only``: the run names (seeds pooled) to show, e.g. :data:`HEADLINE`; every baseline stays.
+    ``only``: the run names (seeds pooled) to show, e.g. :data:`HEADLINE`; every baseline stays
+    beside them, and a corpus or way of splitting it where none of them ran is left out.
     """
     if only is not None:
         record = {**record, "runs": [r for r in record["runs"] if SEED.sub("", r["name"]) in only]}
@@ -299,6 +300,8 @@ def corpora_block(record: dict[str, list[dict]], only: tuple[str, ...] | None = 
         return "No runs recorded yet (`python -m tools.docs.corpora record` records them)."
     parts = []
     for (corpus, data), (runs, baselines) in sorted(tables.items()):
+        if only is not None and not runs:
+            continue
         table = corpus_table(runs, baselines)
         if not runs:
             table += "\n\nNo run on it is recorded yet (`python -m tools.docs.corpora record` records them)."
@@ -311,12 +314,9 @@ def update_page(page: Path, record: dict[str, list[dict]]) -> None:
     write_text(page, markdown.replace_block(page.read_text(encoding="utf-8"), BLOCK, corpora_block(record)))
 
 
-RUN_NAMES = {"online-shopping": "products"}  # a corpus recipe -> what its experiments' names begin with
-
-
 def recipe_block(corpus: str, folder: Path = recipes.FOLDER, seed: int = 42) -> str:
     """The one command that runs the default pipeline on ``corpus``, from ``recipes/corpora/<corpus>.yaml``."""
-    name = f"{RUN_NAMES.get(corpus, corpus)}-default-s{seed}"
+    name = f"{recipes.RUN_NAMES.get(corpus, corpus)}-default-s{seed}"
     return "```bash\n" + recipes.command(name, recipes.load(f"corpora/{corpus}", folder)) + "\n```"
 
 

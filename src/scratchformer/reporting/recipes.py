@@ -16,6 +16,7 @@ import yaml
 from scratchformer.config import Params, from_dict
 
 FOLDER = Path("recipes")
+RUN_NAMES = {"online-shopping": "products"}  # a corpus recipe -> what its experiments' names begin with
 
 
 def load(name: str, folder: Path = FOLDER) -> dict[str, object]:
