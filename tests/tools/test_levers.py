@@ -19,7 +19,7 @@ def exp(
 ):
     """One experiment as ``dvc exp show --json`` nests it (only the keys the levers read)."""
     data = {"split": split, "resplit": split is not None} | ({"source": source} if source else {})
-    params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}}
+    params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}, "pretrain": {"corpora": []}}
     metrics = {
         "metrics/eval.json": {
             "data": {"validation": {"accuracy": val, "unseen": {"accuracy": unseen}}, "test": {"accuracy": test}}

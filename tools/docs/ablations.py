@@ -54,7 +54,11 @@ ABLATION_COLUMNS = [
 # The reference configuration, keyed like `dvc exp show` params: the config defaults with the
 # `reference` recipe applied, the first defaults, which every recorded ablation and lever ran
 # against (the defaults have since changed; recipes/reference.yaml says how).
-REFERENCE = flatten(dataclasses.asdict(Params())) | recipes.load("reference", Path(__file__).parents[2] / "recipes")
+# A tuple default (pretrain.corpora) as a list: params.yaml and `dvc exp show` give lists, and
+# () != [] would call a run that leaves the key alone a run that changed it.
+REFERENCE = {
+    k: list(v) if isinstance(v, tuple) else v for k, v in flatten(dataclasses.asdict(Params())).items()
+} | recipes.load("reference", Path(__file__).parents[2] / "recipes")
 # Keys that moved: an experiment or lever record made before the move names them the old way.
 RENAMED = {
     "train.nb_ngrams": "nb.ngrams",
