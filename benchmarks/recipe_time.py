@@ -7,7 +7,8 @@ The `transformer` recipe's target is one network at or above NB-LR within 20 min
    (empty) DVC cache, so every stage runs: download, tokenize, baseline, train,
    evaluate, render.
 2. ``dvc exp run -n <recipe>-<commit>-s<seed> -S …`` with the recipe's settings from
-   ``recipes/<recipe>.yaml`` (the file the docs print the command from), timed.
+   ``recipes/<recipe>.yaml`` (the file the docs print the command from), timed; on another
+   corpus the name begins with it (``products-transformer-…``, :func:`experiment_name`).
 3. The clone's validation and test accuracy, so the time is tied to the result it bought,
    and its answer to every validation review, predicted by the clone's own code from the
    model folder it exported: scored here on the *unseen* part (texts not in train,

@@ -19,6 +19,7 @@ def exp(
 ):
     """One experiment as ``dvc exp show --json`` nests it (only the keys the levers read)."""
     data = {"split": split, "resplit": split is not None} | ({"source": source} if source else {})
+    # pretrain.corpora as params.yaml gives it, a list (its default in the config is a tuple): no change
     params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}, "pretrain": {"corpora": []}}
     metrics = {
         "metrics/eval.json": {
