@@ -176,7 +176,7 @@ def experiment_name(recipe: str, commit: str, seed: int, corpus: str | None = No
     the corpus because ``--keep`` fetches every run's experiment ref into one repository: the
     same recipe, commit and seed on two corpora must not overwrite each other's ref.
     """
-    prefix = f"{recipes.RUN_NAMES.get(corpus, corpus)}-" if corpus else ""
+    prefix = f"{recipes.run_prefix(corpus)}-" if corpus else ""
     return f"{prefix}{recipe}-{commit[:7]}-s{seed}"
 
 

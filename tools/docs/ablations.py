@@ -6,7 +6,6 @@ and the layer-by-layer gradient norms of the 6-layer Pre-LN and Post-LN runs.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 import statistics
@@ -17,7 +16,7 @@ from scratchformer.files import write_text
 from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import ReportError, dvc_json, run
-from scratchformer.reporting.experiments import experiments, flatten
+from scratchformer.reporting.experiments import experiments, flat_params
 from scratchformer.reporting.page import fmt
 from tools.docs.results import records_table
 
@@ -54,11 +53,7 @@ ABLATION_COLUMNS = [
 # The reference configuration, keyed like `dvc exp show` params: the config defaults with the
 # `reference` recipe applied, the first defaults, which every recorded ablation and lever ran
 # against (the defaults have since changed; recipes/reference.yaml says how).
-# A tuple default (pretrain.corpora) as a list: params.yaml and `dvc exp show` give lists, and
-# () != [] would call a run that leaves the key alone a run that changed it.
-REFERENCE = {
-    k: list(v) if isinstance(v, tuple) else v for k, v in flatten(dataclasses.asdict(Params())).items()
-} | recipes.load("reference", Path(__file__).parents[2] / "recipes")
+REFERENCE = flat_params(Params()) | recipes.load("reference", Path(__file__).parents[2] / "recipes")
 # Keys that moved: an experiment or lever record made before the move names them the old way.
 RENAMED = {
     "train.nb_ngrams": "nb.ngrams",

@@ -34,7 +34,7 @@ from scratchformer.files import write_text
 from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json
-from scratchformer.reporting.experiments import experiments, flatten, workspace_metrics
+from scratchformer.reporting.experiments import experiments, flat_params, flatten, workspace_metrics
 from tools.docs.results import BASELINES
 
 RECORD = Path("docs/corpora.json")
@@ -189,8 +189,7 @@ def workspace_record(name: str, params_path: Path, metrics_show: dict) -> dict[s
 def params_record(path: Path) -> dict[str, Any]:
     """The seed and data keys of a params file, as a flat record holds them (a list for ``data.split``)."""
     params = load_params(path)
-    data = {f"data.{k}": list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(params.data).items()}
-    return {"seed": params.seed, **data}
+    return {"seed": params.seed, **{k: v for k, v in flat_params(params).items() if k.startswith("data.")}}
 
 
 def baselines_record(params_path: Path, metrics_path: Path) -> dict[str, Any]:
@@ -316,7 +315,7 @@ def update_page(page: Path, record: dict[str, list[dict]]) -> None:
 
 def recipe_block(corpus: str, folder: Path = recipes.FOLDER, seed: int = 42) -> str:
     """The one command that runs the default pipeline on ``corpus``, from ``recipes/corpora/<corpus>.yaml``."""
-    name = f"{recipes.RUN_NAMES.get(corpus, corpus)}-default-s{seed}"
+    name = f"{recipes.run_prefix(corpus)}-default-s{seed}"
     return "```bash\n" + recipes.command(name, recipes.load(f"corpora/{corpus}", folder)) + "\n```"
 
 

@@ -3,10 +3,23 @@ the table ``scratchformer report experiments`` prints."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from scratchformer.config import Params
+
+
+def flat_params(params: Params) -> dict[str, Any]:
+    """``params`` as a flat record holds them: dotted keys, and a list where the config keeps a tuple.
+
+    params.yaml and ``dvc exp show`` give lists (``data.split``, ``pretrain.corpora``); a tuple
+    would never compare equal to one.
+    """
+    flat = flatten(dataclasses.asdict(params))
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in flat.items()}
 
 
 def flatten(data: dict, prefix: str = "") -> dict[str, Any]:

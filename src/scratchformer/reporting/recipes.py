@@ -19,6 +19,11 @@ FOLDER = Path("recipes")
 RUN_NAMES = {"online-shopping": "products"}  # a corpus recipe -> what its experiments' names begin with
 
 
+def run_prefix(corpus: str) -> str:
+    """What the names of experiments on ``corpus`` (a file in recipes/corpora/) begin with: ``products``."""
+    return RUN_NAMES.get(corpus, corpus)
+
+
 def load(name: str, folder: Path = FOLDER) -> dict[str, object]:
     """The overrides of recipe ``name``, in file order: {"train.epochs": 7, …}."""
     path = folder / f"{name}.yaml"
