@@ -1,7 +1,16 @@
 """`scratchformer report experiments`: one line per experiment, its accuracies and what it changed, in 120 columns."""
 
+import dataclasses
+
 from scratchformer.cli import main
-from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, experiments_table, short_keys
+from scratchformer.config import Params
+from scratchformer.reporting.experiments import (
+    NO_EXPERIMENTS,
+    experiments,
+    experiments_table,
+    flat_params,
+    short_keys,
+)
 
 BASE_PARAMS = {
     "seed": 42,
@@ -119,3 +128,14 @@ def test_short_keys_drop_the_section_only_when_no_other_key_ends_the_same():
         "model.n_layers": "n_layers",
         "seed": "seed",
     }
+
+
+def test_flat_params_gives_dotted_keys_and_lists_where_the_config_keeps_tuples():
+    """A flat record compares equal to what params.yaml and `dvc exp show` give: lists, not tuples."""
+    params = dataclasses.replace(Params(), data=dataclasses.replace(Params().data, split=(0.8, 0.1, 0.1)))
+    flat = flat_params(params)
+    assert flat["data.split"] == [0.8, 0.1, 0.1] and isinstance(flat["data.split"], list)
+    assert flat["pretrain.corpora"] == [] and isinstance(flat["pretrain.corpora"], list)
+    assert flat["model.d_model"] == params.model.d_model
+    assert flat["seed"] == params.seed
+    assert not any(isinstance(v, dict) for v in flat.values())
