@@ -272,3 +272,36 @@ def test_the_agreement_block_has_a_row_per_seed_and_the_total(tmp_path):
         ["all", "", "100", "90", "2", "5", "3", "-3", "0.9700"],
     ]
     assert agreement_block(tmp_path / "none.json") is None
+
+
+def test_the_lever_block_gives_each_runs_unseen_test_margin_over_the_strongest_baseline(tmp_path):
+    from tools.docs.levers import paired_block
+
+    def run(seed, delta, name):
+        scores = {"validation_accuracy": 0.9, "validation_unseen_accuracy": 0.88, "test_accuracy": 0.91}
+        margin = {"name": name, "delta": delta, "ci95": {"lo": delta - 0.01, "hi": delta + 0.01}}
+        return {"seed": seed, "seconds": 100, **scores, "test_vs_best_baseline": margin}
+
+    def side(*runs):
+        means = {"validation_accuracy": 0.9, "validation_unseen_accuracy": 0.88, "test_accuracy": 0.91}
+        return {**means, "runs": list(runs)}
+
+    record = {
+        "set": ["nb.ngrams=3"],
+        "base": [],
+        "seeds": [42, 52],
+        "commit": "abcdef0" + "0" * 33,
+        "control": side(run(42, -0.002, "svm"), run(52, 0.001, "baseline")),
+        "lever_runs": side(run(42, 0.012, "svm"), run(52, 0.02, "nblr")),
+        "unseen_validation": {"delta": 0.01, "ci95": {"lo": 0.0, "hi": 0.02}, "n": 862, "verdict": "level"},
+    }
+    path = tmp_path / "nb.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    margins = block_rows(paired_block(path).split("**level**.")[1])
+    assert margins == [
+        ["42", "-0.0020 [-0.0120, +0.0080] SVM", "+0.0120 [+0.0020, +0.0220] SVM"],
+        ["52", "+0.0010 [-0.0090, +0.0110] TF-IDF LR", "+0.0200 [+0.0100, +0.0300] NB-LR"],
+    ]
+    del record["control"]["runs"][1]["test_vs_best_baseline"]  # a run recorded before evaluate compared them
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert paired_block(path).rstrip().endswith("**level**.")

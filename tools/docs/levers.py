@@ -322,11 +322,36 @@ def paired_block(path: Path) -> str | None:
     table = paired_table("run", timed, "median / mean", seconds=True)
     reused = record.get("control_record")
     control = f" The control's runs are those of `{reused}`, reused (the runs are deterministic)." if reused else ""
+    margins = baseline_margins(sides)
     return (
         f"Measured by `benchmarks/lever.py` at commit `{record['commit'][:7]}`: {settings} against the same "
         f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.{control}\n\n"
         f"{table}\n\n{paired_verdict(record['unseen_validation'], 'with minus without')}"
+        + (f"\n\n{margins}" if margins else "")
     )
+
+
+def baseline_margins(sides: list[tuple[str, dict]]) -> str | None:
+    """Each run's unseen test accuracy minus the strongest baseline's, with its paired interval, a column a side.
+
+    The strongest baseline is the one its evaluate stage chose on unseen validation (refit on the
+    run's split). None when a run was recorded before evaluate compared them.
+    """
+    if not all("test_vs_best_baseline" in run for _, side in sides for run in side["runs"]):
+        return None
+    seeds = [run["seed"] for run in sides[0][1]["runs"]]
+
+    def cell(compared: dict) -> str:
+        ci = compared["ci95"]
+        return f"{compared['delta']:+.4f} [{ci['lo']:+.4f}, {ci['hi']:+.4f}] {SHORT_NAMES[compared['name']]}"
+
+    found = {(label, run["seed"]): cell(run["test_vs_best_baseline"]) for label, side in sides for run in side["runs"]}
+    rows = [[str(seed), *(found.get((label, seed), "") for label, _ in sides)] for seed in seeds]
+    intro = (
+        "Unseen test accuracy minus the strongest n-gram baseline's (the one stronger on unseen validation), "
+        "with its 95% paired bootstrap interval:"
+    )
+    return intro + "\n\n" + markdown.table(["seed", *(label for label, _ in sides)], rows)
 
 
 AGREEMENT = Path("benchmarks/results/agreement")  # what benchmarks/agreement.py writes
