@@ -26,7 +26,9 @@ each batch padded to its own longest text). Every model sees the same batches.
   rows a batch used, else dense AdamW on every row);
 - predict texts/s: the forward pass in eval mode under ``torch.no_grad()``.
 
-Each mode (``eager``; ``compiled``: ``torch.compile`` of the model) builds the three
+Each mode (``eager``; ``compiled``: ``torch.compile`` of the model with Inductor's defaults;
+``compiled-aten-random``: the same with Inductor's ``fallback_random``, so that every model's
+dropout draws its numbers with ATen's generator, as ours does in both compiled modes) builds the three
 models afresh, warms each up, then times passes over the same batches in turn, model after
 model, ``--repeats`` times; a rate is the median pass's. A compiled model's
 ``compile_seconds`` is what its warm-up took beyond the same steps at its measured rates.
@@ -39,7 +41,7 @@ which policy was in force.
 
 Run from the repository root (the data and tokenizer reachable, as for ``dvc repro``):
 
-    python benchmarks/peers.py [--recipes default transformer] [--modes eager compiled] [--threads 2]
+    python benchmarks/peers.py [--recipes default transformer] [--modes eager compiled …] [--threads 2]
     python benchmarks/peers.py --tiny          # 2 steps of 4 texts: checks that it runs
 
 Prints the rates and the ratios ours / peer (of the median passes, and their range over the
@@ -77,6 +79,11 @@ from scratchformer.train.classify import Classification
 from scratchformer.train.optim import Settings, optimizers_and_average
 
 OUT = Path("benchmarks/results/peers.json")
+MODES = {  # mode -> the Inductor settings it compiles with (None: eager)
+    "eager": None,
+    "compiled": {},
+    "compiled-aten-random": {"fallback_random": True},
+}
 MODELS = ("ours", "bert", "torch")
 PEERS = MODELS[1:]
 
@@ -338,8 +345,10 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
         tokens = sum(int((ids != pad_id).sum()) for ids, _ in timed) / sum(len(y) for _, y in timed)
         say(f"{recipe}: {sizes(config, params)}, {tokens:.0f} tokens per text on average")
         for mode in args.modes:
-            models = contenders(config, vocab_size, pad_id, mode == "compiled", params.train)
-            rates = measure(models, warm, timed, args.repeats)
+            inductor = MODES[mode]
+            models = contenders(config, vocab_size, pad_id, inductor is not None, params.train)
+            with torch._inductor.config.patch(inductor or {}):  # compiling happens in the warm-up
+                rates = measure(models, warm, timed, args.repeats)
             entry = {"recipe": recipe, "mode": mode, "sizes": sizes(config, params), "models": rates}
             entry["ratios"] = ratios(rates)
             entry["ratio_ranges"] = ratio_ranges(rates)
@@ -349,7 +358,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
             for name, r in rates.items():
                 shown = r["error"] or (
                     f"train {r['train_samples_per_s']:8.1f} samples/s  predict {r['predict_texts_per_s']:8.1f} texts/s"
-                    + (f"  compile {r['compile_seconds']:.1f} s" if mode == "compiled" else "")
+                    + (f"  compile {r['compile_seconds']:.1f} s" if inductor is not None else "")
                 )
                 say(f"  {mode:8s} {name:5s} {shown}")
             for what, label in (("train_samples_per_s", "train"), ("predict_texts_per_s", "predict")):
@@ -404,14 +413,14 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--recipes", nargs="+", default=["default", "transformer"], help="default: params.yaml")
-    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"], default=["eager", "compiled"])
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     add_shared_arguments(parser, OUT, repeats=5)
     return parsed(parser, argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    with cold_compile_cache() if "compiled" in args.modes else contextlib.nullcontext():
+    with cold_compile_cache() if any(MODES[m] is not None for m in args.modes) else contextlib.nullcontext():
         run(args)
 
 

@@ -294,6 +294,25 @@ def test_peers_tiny_mode_writes_rates_and_the_ratios_they_give(tmp_path):
             assert lo == hi == pytest.approx(ratio, rel=0.01)
 
 
+def test_peers_compiles_each_compiled_mode_with_its_inductor_settings(tmp_path, monkeypatch):
+    """``compiled`` keeps Inductor's defaults; ``compiled-aten-random`` draws every dropout with ATen's generator."""
+    seen = []
+
+    def compile_now(model):  # the identity, noting the setting in force when the model first runs
+        def first_call(module, args):
+            seen.append(torch._inductor.config.fallback_random)
+            handle.remove()
+
+        handle = model.register_forward_pre_hook(first_call)
+        return model
+
+    monkeypatch.setattr(torch, "compile", compile_now)
+    record = run_peers(tmp_path, "--modes", "compiled", "compiled-aten-random")
+    assert [entry["mode"] for entry in record["runs"]] == ["compiled", "compiled-aten-random"]
+    assert seen == [False] * 3 + [True] * 3  # ours, bert, torch in each mode
+    assert torch._inductor.config.fallback_random is False  # restored after the run
+
+
 def test_peers_ratio_range_pairs_each_pass_of_ours_with_the_peers_pass_beside_it():
     peers = load("peers")
     seconds = {"ours": [1.0, 2.0, 4.0], "bert": [1.5, 2.0, 2.0], "torch": [1.0, 3.0, 8.0]}

@@ -41,3 +41,22 @@ def test_the_model_draws_every_mask_as_its_config_says(draw, kind):
     layers = [m for m in TransformerClassifier(config, 30).modules() if isinstance(m, nn.Dropout)]
     assert len(layers) == 1 + 2 * config.n_layers  # after the positions; per block: attention weights, residuals
     assert all(type(m) is kind for m in layers)
+
+
+def test_compiled_it_draws_the_eager_masks():
+    """Under torch.compile the mask comes from ATen's generator, as in eager mode, not from Inductor's own.
+
+    Inductor replaces a ``rand_like`` in its graph with its own per-element draw (slower on a CPU,
+    and other numbers); :func:`~scratchformer.model.dropout.uniform_like` keeps ATen's.
+    """
+    x = torch.rand(3, 4, 40, 40) + 0.5  # no zeros of its own
+    layer = UniformDropout(0.2).train()
+    torch.manual_seed(0)
+    eager = [layer(x), layer(x)]
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend="inductor")
+    torch.manual_seed(0)
+    drawn = [compiled(x), compiled(x)]
+    for e, c in zip(eager, drawn, strict=True):
+        assert torch.equal(e == 0, c == 0)  # the same elements dropped, step after step
+        torch.testing.assert_close(c, e)

@@ -8,6 +8,14 @@ Bernoulli(1 - p) mask, other random draws. The attention's dropout masks a
 (B, H, T, T) tensor in every layer, so at 128 tokens the draw is a large part of a CPU
 training step (``docs/speed.md``). ``model.dropout_draw`` chooses: ``bernoulli`` (PyTorch's,
 which every earlier result used) or ``uniform`` (this module).
+
+Under ``torch.compile`` the uniform numbers are still ATen's. Inductor would otherwise replace a
+``rand_like`` in the graph with its own generator, which draws one number at a time inside
+the fused kernel: on a CPU that costs the compiled step more than the whole eager draw, and it
+gives other masks than the eager model's. :func:`uniform_like` is one operator that the
+compiler calls as it is, so a compiled model draws the same vectorised numbers from the same
+generator, in the same order, as the eager one (``tests/model/test_dropout.py``; the speed in
+``docs/speed.md``).
 """
 
 from __future__ import annotations
@@ -16,13 +24,24 @@ import torch
 from torch import Tensor, nn
 
 
+@torch.library.custom_op("scratchformer::uniform_like", mutates_args=())
+def uniform_like(x: Tensor) -> Tensor:
+    """``torch.rand_like(x)``: uniform numbers in [0, 1) from the default generator, opaque to the compiler."""
+    return torch.rand_like(x)
+
+
+@uniform_like.register_fake
+def _(x: Tensor) -> Tensor:  # what the compiler traces in its place: a tensor of the same shape, no draw
+    return torch.empty_like(x)
+
+
 class UniformDropout(nn.Dropout):
     """``nn.Dropout`` with its mask drawn as ``uniform >= p``: identity in eval mode, as it is."""
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0:
             return x
-        keep = torch.rand_like(x) >= self.p  # each element kept with probability 1 - p
+        keep = uniform_like(x.detach()) >= self.p  # each element kept with probability 1 - p
         return x * keep.to(x.dtype).mul_(1 / (1 - self.p))
 
 
