@@ -360,7 +360,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
                     f"train {r['train_samples_per_s']:8.1f} samples/s  predict {r['predict_texts_per_s']:8.1f} texts/s"
                     + (f"  compile {r['compile_seconds']:.1f} s" if inductor is not None else "")
                 )
-                say(f"  {mode:8s} {name:5s} {shown}")
+                say(f"  {mode:20s} {name:5s} {shown}")
             for what, label in (("train_samples_per_s", "train"), ("predict_texts_per_s", "predict")):
                 line = "  ".join(
                     f"ours/{p} {entry['ratios'][what][p] or float('nan'):.2f}x"
@@ -371,7 +371,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> dict:
                     )
                     for p in PEERS
                 )
-                say(f"  {mode:8s} {label:7s} {line}")
+                say(f"  {mode:20s} {label:7s} {line}")
     say(f"wrote {args.out}")
     return record
 
