@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 import torch
 from torch import nn
@@ -43,6 +46,9 @@ def test_the_model_draws_every_mask_as_its_config_says(draw, kind):
     assert all(type(m) is kind for m in layers)
 
 
+@pytest.mark.skipif(
+    shutil.which(os.environ.get("CXX", "g++")) is None, reason="Inductor needs a C++ compiler (CXX, or g++)"
+)
 def test_compiled_it_draws_the_eager_masks():
     """Under torch.compile the mask comes from ATen's generator, as in eager mode, not from Inductor's own.
 
