@@ -219,6 +219,11 @@ def verdict(comparisons: list[dict]) -> str:
     return "level"
 
 
+def signed_interval(delta: float, lo: float, hi: float) -> str:
+    """A paired difference and its interval as every docs block writes them: ``+0.0070 [-0.0027, +0.0166]``."""
+    return f"{delta:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+
+
 def _versus(runs: list[dict]) -> str:
     """The unseen test accuracy minus the strongest baseline's, with its paired interval (one run) or mean."""
     comparisons = [r["test"].get("vs_best_baseline") for r in runs]
@@ -227,7 +232,7 @@ def _versus(runs: list[dict]) -> str:
     names = ", ".join(dict.fromkeys(SHORT_NAMES.get(c["name"], c["name"]) for c in comparisons))
     if len(comparisons) == 1:
         (c,) = comparisons
-        shown = f"{c['delta']:+.4f} [{c['ci95'][0]:+.4f}, {c['ci95'][1]:+.4f}]"
+        shown = signed_interval(c["delta"], *c["ci95"])
     else:
         shown = f"{statistics.fmean(c['delta'] for c in comparisons):+.4f} (mean)"
     return f"{names} {shown}: {verdict(comparisons)}"

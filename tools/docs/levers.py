@@ -22,7 +22,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.experiments import experiments
 from tools.docs.ablations import REFERENCE, RENAMED
-from tools.docs.corpora import SHORT_NAMES
+from tools.docs.corpora import SHORT_NAMES, signed_interval
 
 RECORD = Path("docs/levers.json")
 NAME = re.compile(r"^(?P<resplit>rs-)?(?P<lever>[a-z0-9][a-z0-9.-]*?)-s(?P<seed>\d+)$")
@@ -240,7 +240,7 @@ def timing_sentence(timing: dict | None, name: str, recipe: dict[str, Any]) -> s
         sentence += (
             f" The recipe as commit {earlier['commit'][:7]} wrote it took {earlier['seconds'] / 60:.1f} minutes"
             f" on the same seeds, {when}: **{timing['ratio']:.2f}x** the time; unseen validation"
-            f" {compared['delta']:+.4f} [{ci['lo']:+.4f}, {ci['hi']:+.4f}] (paired bootstrap over"
+            f" {signed_interval(compared['delta'], ci['lo'], ci['hi'])} (paired bootstrap over"
             f" {compared['n']} reviews): {compared['verdict']}."
         )
     return sentence
@@ -300,9 +300,10 @@ def paired_verdict(compared: dict, difference: str) -> str:
     """The paired comparison on unseen validation as a sentence: ``difference``, interval, verdict."""
     ci = compared["ci95"]
     return (
-        f"Unseen validation accuracy, mean over the seeds, {difference}: {compared['delta']:+.4f} "
-        f"[{ci['lo']:+.4f}, {ci['hi']:+.4f}] (95% paired bootstrap over the {compared['n']} unseen reviews, "
-        f"each review's answers from every seed resampled together): **{compared['verdict']}**."
+        f"Unseen validation accuracy, mean over the seeds, {difference}: "
+        f"{signed_interval(compared['delta'], ci['lo'], ci['hi'])} (95% paired bootstrap over the "
+        f"{compared['n']} unseen reviews, each review's answers from every seed resampled together): "
+        f"**{compared['verdict']}**."
     )
 
 
@@ -343,7 +344,7 @@ def baseline_margins(sides: list[tuple[str, dict]]) -> str | None:
 
     def cell(compared: dict) -> str:
         ci = compared["ci95"]
-        return f"{compared['delta']:+.4f} [{ci['lo']:+.4f}, {ci['hi']:+.4f}] {SHORT_NAMES[compared['name']]}"
+        return f"{signed_interval(compared['delta'], ci['lo'], ci['hi'])} {SHORT_NAMES[compared['name']]}"
 
     found = {(label, run["seed"]): cell(run["test_vs_best_baseline"]) for label, side in sides for run in side["runs"]}
     rows = [[str(seed), *(found.get((label, seed), "") for label, _ in sides)] for seed in seeds]

@@ -41,6 +41,7 @@ class UniformDropout(nn.Dropout):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0:
             return x
+        # detached: the draw takes no gradient (the operator has no backward of its own)
         keep = uniform_like(x.detach()) >= self.p  # each element kept with probability 1 - p
         return x * keep.to(x.dtype).mul_(1 / (1 - self.p))
 
