@@ -22,7 +22,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json, run
 from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, workspace_metrics
-from tools.docs import corpora, labels, levers, results, speed
+from tools.docs import corpora, labels, levers, paired, results, speed
 from tools.docs.seeds import seed_groups, seed_table
 
 # Blocks that other commands write; `readme` leaves them as they are.
@@ -109,9 +109,9 @@ def make(name: str, text: str, src: Sources) -> str | None:
     if name == "compile-cost":
         return speed.compile_cost_block(src.root / speed.COMPILE_COST)
     if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever
-        return levers.paired_block(src.root / levers.PAIRED / f"{name.removeprefix('lever-')}.json")
+        return paired.paired_block(src.root / paired.PAIRED / f"{name.removeprefix('lever-')}.json")
     if name.startswith("agreement-"):  # agreement-products-lazy-table-lever: benchmarks/agreement.py's count
-        return levers.agreement_block(src.root / levers.AGREEMENT / f"{name.removeprefix('agreement-')}.json")
+        return paired.agreement_block(src.root / paired.AGREEMENT / f"{name.removeprefix('agreement-')}.json")
     if name == "recipe-time":  # before `recipe-`: the two commits' runs of the `transformer` recipe
         return speed.recipe_time_block(src.root / speed.RECIPE_TIME)
     if name.startswith("recipe-time-"):  # recipe-time-lazy-table: a kept record of a recipe not taken

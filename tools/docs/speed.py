@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from scratchformer.render import markdown
-from tools.docs import levers
+from tools.docs import paired
 
 RESULTS = Path("benchmarks/results/peers.json")
 PEERS = {"bert": "BERT", "torch": "`nn.TransformerEncoder`"}
@@ -180,7 +180,7 @@ def recipe_time_block(path: Path = RECIPE_TIME, now: str = "this commit") -> str
     if not earlier or not compared or "runs" not in record:
         return None
     rev, now = f"`{earlier['commit'][:7]}`", now or f"`{record['commit'][:7]}`"
-    table = levers.paired_table("recipe as at", [(rev, earlier), (now, record)], "median / mean", True)
+    table = paired.paired_table("recipe as at", [(rev, earlier), (now, record)], "median / mean", True)
     reused = record.get("against_record")
     intro = (
         f"Measured by `benchmarks/recipe_time.py --against {earlier['commit'][:7]}` on {record['cpus']} "
@@ -192,7 +192,7 @@ def recipe_time_block(path: Path = RECIPE_TIME, now: str = "this commit") -> str
             f"machine (`{reused}`), with other work beside them, so the time ratio spans two runs."
         )
     )
-    verdict = f"Median time, {now} over {rev}: **{record['ratio']:.2f}x**. " + levers.paired_verdict(
+    verdict = f"Median time, {now} over {rev}: **{record['ratio']:.2f}x**. " + paired.paired_verdict(
         compared, f"{now} minus {rev}"
     )
     return f"{intro}\n\n{table}\n\n{verdict}"

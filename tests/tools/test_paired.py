@@ -1,0 +1,142 @@
+"""The docs' blocks from the benchmarks' paired records (tools/docs/paired.py)."""
+
+import json
+
+from tools.docs.paired import agreement_block, paired_block, paired_table
+
+
+def rows(table):
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+
+
+def block_rows(block):
+    """The body rows of the one table in a docs block of prose and a table."""
+    return rows("\n".join(line for line in block.splitlines() if line.startswith("|")))
+
+
+def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tmp_path):
+    def run(seed, unseen):
+        scores = {"validation_accuracy": 0.9, "validation_unseen_accuracy": unseen, "test_accuracy": 0.91}
+        return {"seed": seed, "seconds": 100 + seed, **scores}
+
+    def side(*runs):
+        means = {"validation_accuracy": 0.9, "test_accuracy": 0.91}
+        return {
+            **means,
+            "validation_unseen_accuracy": sum(r["validation_unseen_accuracy"] for r in runs) / 2,
+            "runs": list(runs),
+        }
+
+    record = {
+        "set": ["data.label_issues=drop"],
+        "base": [],
+        "seeds": [42, 43],
+        "commit": "abcdef0" + "0" * 33,
+        "control": side(run(42, 0.85), run(43, 0.86)),
+        "lever_runs": side(run(42, 0.84), run(43, 0.83)),
+        "unseen_validation": {"delta": -0.02, "ci95": {"lo": -0.03, "hi": -0.01}, "n": 862, "verdict": "below"},
+    }
+    path = tmp_path / "drop.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    lines = paired_block(path).splitlines()
+    assert lines[0].startswith(
+        "Measured by `benchmarks/lever.py` at commit `abcdef0`: `data.label_issues=drop` against"
+    )
+    cells = block_rows(paired_block(path))
+    assert [(c[0], c[1], c[2], c[4]) for c in cells[:4]] == [
+        ("control", "42", "142", "0.8500"),
+        ("control", "43", "143", "0.8600"),
+        ("`data.label_issues=drop`", "42", "142", "0.8400"),
+        ("`data.label_issues=drop`", "43", "143", "0.8300"),
+    ]
+    assert cells[4][:3] == ["control, median / mean", "", "142"]  # the median of 142 and 143 s, rounded
+    assert cells[4][4] == "0.8550" and cells[5][4] == "0.8350"
+    assert lines[-1].startswith(
+        "Unseen validation accuracy, mean over the seeds, with minus without: -0.0200 [-0.0300, -0.0100]"
+    )
+    assert lines[-1].endswith(": **below**.")
+    assert "reused" not in lines[0]
+    path.write_text(json.dumps({**record, "control_record": "first.json"}), encoding="utf-8")
+    reused = "The control's runs are those of `first.json`, reused (the runs are deterministic)."
+    assert paired_block(path).splitlines()[0].endswith(reused)
+    assert paired_block(tmp_path / "none.json") is None
+
+
+def test_the_paired_table_shows_unseen_test_and_short_reviews_only_where_every_run_has_them():
+    def run(seed, short=None):
+        found = {"seed": seed, "validation_accuracy": 0.9, "validation_unseen_accuracy": 0.88, "test_accuracy": 0.91}
+        return found | {"test_unseen_accuracy": 0.89} | ({"short_accuracy": short} if short is not None else {})
+
+    def side(*runs):
+        means = {k: v for k, v in runs[0].items() if k not in ("seed", "short_accuracy")}
+        shorts = [r["short_accuracy"] for r in runs if "short_accuracy" in r]
+        return (
+            means
+            | ({"short_accuracy": sum(shorts) / len(shorts)} if len(shorts) == len(runs) else {})
+            | {"runs": list(runs)}
+        )
+
+    table = paired_table("run", [("control", side(run(42, 0.9), run(43, 0.8))), ("lever", side(run(42, 1.0)))])
+    header, *rows = [
+        [c.strip() for c in line.strip("|").split("|")] for line in table.splitlines() if "---" not in line
+    ]
+    assert header[-2:] == ["unseen test", "short reviews"]
+    assert [r[-1] for r in rows] == ["0.9000", "0.8000", "1.0000", "0.8500", "1.0000"]
+    older = paired_table("run", [("control", side(run(42), run(43))), ("lever", side(run(42, 1.0)))])
+    assert "short reviews" not in older and "unseen test" in older  # a side without the short score: no column
+
+
+def test_the_agreement_block_has_a_row_per_seed_and_the_total(tmp_path):
+    def counts(n, both, model, base, neither):
+        return {"n": n, "both_right": both, "model_only": model, "baseline_only": base, "both_wrong": neither}
+
+    one = counts(100, 90, 2, 5, 3) | {"margin": -3, "either_right": 97}
+    record = {
+        "record": "benchmarks/results/levers/x.json",
+        "side": "lever",
+        "lever": "x",
+        "runs": [{"seed": 42, "baseline": "svm", **one}],
+        "total": one,
+    }
+    (tmp_path / "x-lever.json").write_text(json.dumps(record), encoding="utf-8")
+    block = agreement_block(tmp_path / "x-lever.json")
+    assert block.startswith(
+        "Counted by `benchmarks/agreement.py` from the lever side of `benchmarks/results/levers/x.json`"
+    )
+    cells = block_rows(block)
+    assert cells == [
+        ["42", "SVM", "100", "90", "2", "5", "3", "-3", "0.9700"],
+        ["all", "", "100", "90", "2", "5", "3", "-3", "0.9700"],
+    ]
+    assert agreement_block(tmp_path / "none.json") is None
+
+
+def test_the_lever_block_gives_each_runs_unseen_test_margin_over_the_strongest_baseline(tmp_path):
+    def run(seed, delta, name):
+        scores = {"validation_accuracy": 0.9, "validation_unseen_accuracy": 0.88, "test_accuracy": 0.91}
+        margin = {"name": name, "delta": delta, "ci95": {"lo": delta - 0.01, "hi": delta + 0.01}}
+        return {"seed": seed, "seconds": 100, **scores, "test_vs_best_baseline": margin}
+
+    def side(*runs):
+        means = {"validation_accuracy": 0.9, "validation_unseen_accuracy": 0.88, "test_accuracy": 0.91}
+        return {**means, "runs": list(runs)}
+
+    record = {
+        "set": ["nb.ngrams=3"],
+        "base": [],
+        "seeds": [42, 52],
+        "commit": "abcdef0" + "0" * 33,
+        "control": side(run(42, -0.002, "svm"), run(52, 0.001, "baseline")),
+        "lever_runs": side(run(42, 0.012, "svm"), run(52, 0.02, "nblr")),
+        "unseen_validation": {"delta": 0.01, "ci95": {"lo": 0.0, "hi": 0.02}, "n": 862, "verdict": "level"},
+    }
+    path = tmp_path / "nb.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    margins = block_rows(paired_block(path).split("**level**.")[1])
+    assert margins == [
+        ["42", "-0.0020 [-0.0120, +0.0080] SVM", "+0.0120 [+0.0020, +0.0220] SVM"],
+        ["52", "+0.0010 [-0.0090, +0.0110] TF-IDF LR", "+0.0200 [+0.0100, +0.0300] NB-LR"],
+    ]
+    del record["control"]["runs"][1]["test_vs_best_baseline"]  # a run recorded before evaluate compared them
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert paired_block(path).rstrip().endswith("**level**.")

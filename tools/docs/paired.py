@@ -1,0 +1,127 @@
+"""The docs' blocks from the benchmarks' paired records: a lever against its control seed by seed
+(``benchmarks/lever.py``), a recipe at two commits (``benchmarks/recipe_time.py``, through
+:func:`paired_table` and :func:`paired_verdict`), and who reads each unseen review right
+(``benchmarks/agreement.py``). Each block is None until its benchmark has written its record.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from scratchformer.render import markdown
+from tools.docs.corpora import SHORT_NAMES, signed_interval
+
+PAIRED = Path("benchmarks/results/levers")
+ACCURACIES = ("validation_accuracy", "validation_unseen_accuracy", "test_accuracy")
+# Scored by the benchmarks' newer records only: a column where every run and mean of a table has it.
+WHERE_PRESENT = {"test_unseen_accuracy": "unseen test", "short_accuracy": "short reviews"}
+
+
+def paired_table(first: str, sides: list[tuple[str, dict]], mean: str = "mean", seconds: bool = False) -> str:
+    """Each side's runs (seed, [seconds,] accuracies), then a ``<label>, <mean>`` row per side.
+
+    ``sides``: (label, record) with ``runs`` and the means over them, as benchmarks/recipe_time.py
+    and benchmarks/lever.py write them; ``first``: the first column's header. The unseen test
+    and short-review accuracies are columns when every run and side has them.
+    """
+    every = [run for _, side in sides for run in side["runs"]] + [side for _, side in sides]
+    extra = [key for key in WHERE_PRESENT if all(key in values for values in every)]
+    header = [first, "seed", *(["seconds"] if seconds else []), "validation", "unseen validation", "test"]
+    header += [WHERE_PRESENT[key] for key in extra]
+
+    def row(label: str, seed: str, values: dict) -> list[str]:
+        time = [f"{values['seconds']:.0f}"] if seconds else []
+        return [label, seed, *time, *(f"{values[key]:.4f}" for key in (*ACCURACIES, *extra))]
+
+    rows = [row(label, str(run["seed"]), run) for label, side in sides for run in side["runs"]]
+    rows += [row(f"{label}, {mean}", "", side) for label, side in sides]
+    return markdown.table(header, rows)
+
+
+def paired_verdict(compared: dict, difference: str) -> str:
+    """The paired comparison on unseen validation as a sentence: ``difference``, interval, verdict."""
+    ci = compared["ci95"]
+    return (
+        f"Unseen validation accuracy, mean over the seeds, {difference}: "
+        f"{signed_interval(compared['delta'], ci['lo'], ci['hi'])} (95% paired bootstrap over the "
+        f"{compared['n']} unseen reviews, each review's answers from every seed resampled together): "
+        f"**{compared['verdict']}**."
+    )
+
+
+def paired_block(path: Path) -> str | None:
+    """What ``benchmarks/lever.py`` measured: each seed's control and lever, then the paired verdict.
+
+    None before the benchmark has written ``path``.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    settings = ", ".join(f"`{s}`" for s in record["set"])
+    base = ", ".join(f"`{s}`" for s in record["base"]) or "params.yaml as committed"
+    sides = [("control", record["control"]), (settings, record["lever_runs"])]
+    median = {label: statistics.median(run["seconds"] for run in side["runs"]) for label, side in sides}
+    timed = [(label, {**side, "seconds": median[label]}) for label, side in sides]  # a run's time: the median
+    table = paired_table("run", timed, "median / mean", seconds=True)
+    reused = record.get("control_record")
+    control = f" The control's runs are those of `{reused}`, reused (the runs are deterministic)." if reused else ""
+    margins = baseline_margins(sides)
+    return (
+        f"Measured by `benchmarks/lever.py` at commit `{record['commit'][:7]}`: {settings} against the same "
+        f"configuration without it ({base}), seeds {', '.join(map(str, record['seeds']))}.{control}\n\n"
+        f"{table}\n\n{paired_verdict(record['unseen_validation'], 'with minus without')}"
+        + (f"\n\n{margins}" if margins else "")
+    )
+
+
+def baseline_margins(sides: list[tuple[str, dict]]) -> str | None:
+    """Each run's unseen test accuracy minus the strongest baseline's, with its paired interval, a column a side.
+
+    The strongest baseline is the one its evaluate stage chose on unseen validation (refit on the
+    run's split). None when a run was recorded before evaluate compared them.
+    """
+    if not all("test_vs_best_baseline" in run for _, side in sides for run in side["runs"]):
+        return None
+    seeds = [run["seed"] for run in sides[0][1]["runs"]]
+
+    def cell(compared: dict) -> str:
+        ci = compared["ci95"]
+        return f"{signed_interval(compared['delta'], ci['lo'], ci['hi'])} {SHORT_NAMES[compared['name']]}"
+
+    found = {(label, run["seed"]): cell(run["test_vs_best_baseline"]) for label, side in sides for run in side["runs"]}
+    rows = [[str(seed), *(found.get((label, seed), "") for label, _ in sides)] for seed in seeds]
+    intro = (
+        "Unseen test accuracy minus the strongest n-gram baseline's (the one stronger on unseen validation), "
+        "with its 95% paired bootstrap interval:"
+    )
+    return intro + "\n\n" + markdown.table(["seed", *(label for label, _ in sides)], rows)
+
+
+AGREEMENT = Path("benchmarks/results/agreement")  # what benchmarks/agreement.py writes
+
+
+def agreement_block(path: Path) -> str | None:
+    """What ``benchmarks/agreement.py`` counted: per seed, who reads each unseen validation review right.
+
+    None before the benchmark has written ``path``.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    header = ["seed", "baseline", "reviews", "both right", "only the model", "only the baseline", "both wrong"]
+    header += ["model minus baseline", "either right"]
+
+    def row(seed: str, baseline: str, g: dict) -> list[str]:
+        counts = [str(g[k]) for k in ("n", "both_right", "model_only", "baseline_only", "both_wrong")]
+        return [seed, baseline, *counts, f"{g['margin']:+d}", f"{g['either_right'] / g['n']:.4f}"]
+
+    rows = [row(str(r["seed"]), SHORT_NAMES[r["baseline"]], r) for r in record["runs"]]
+    rows.append(row("all", "", record["total"]))
+    return (
+        f"Counted by `benchmarks/agreement.py` from the {record['side']} side of `{record['record']}` "
+        f"(`{record['lever']}`): each run's unseen validation reviews, by who reads each right, the run's model "
+        "or the n-gram baseline its evaluate stage compared it with (refit on the run's split). "
+        '"Either right" is the accuracy of a perfect choice between the two.\n\n' + markdown.table(header, rows)
+    )
