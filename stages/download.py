@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scratchformer.analysis.duplicates import contradictions
+from scratchformer.analysis.duplicates import contradictions, copy_agreement
 from scratchformer.analysis.label_issues import listed, most_suspect, rank_splits
 from scratchformer.config import Params
 from scratchformer.data.fingerprints import resolved_revision
@@ -35,7 +35,8 @@ def run(params: Params, inputs_path: Path, raw_dir: Path, metrics_path: Path, la
     Every label is scored too (:mod:`scratchformer.analysis.label_issues`, NB-LR with the
     ``baseline`` n-gram settings) and the contradicting copies are found
     (:mod:`scratchformer.analysis.duplicates`): ``label_issues_dir``/<split>.csv and
-    contradictions.csv, counts in the metrics under ``label_issues`` and ``contradictions``.
+    contradictions.csv, counts in the metrics under ``label_issues`` and ``contradictions``, with
+    ``contradictions.copies``: how often two copies of one text disagree, and the flip rate it implies.
     It takes seconds, and ``data.label_issues: drop`` needs it here, before train is written.
     """
     revision = resolved_revision(inputs_path) or params.data.revision
@@ -46,6 +47,7 @@ def run(params: Params, inputs_path: Path, raw_dir: Path, metrics_path: Path, la
     names = corpus.classes.names
     rankings = rank_splits(frames, names, params.baseline, params.seed)
     counts, torn = contradictions(frames, names)
+    counts["copies"] = copy_agreement(frames, len(names), params.seed)
     n = params.data.label_issues_n
     dropped = 0
     if params.data.label_issues == "drop":

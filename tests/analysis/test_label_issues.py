@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from fixtures import sentences, write_corpus
 
-from scratchformer.analysis.duplicates import contradictions, normalise
+from scratchformer.analysis.duplicates import contradictions, copy_agreement, flip_rate, normalise
 from scratchformer.analysis.label_issues import COLUMNS, out_of_fold, rank, rank_splits
 from scratchformer.config import BaselineConfig, from_dict
 from scratchformer.data.ingest import load_splits
@@ -89,6 +89,41 @@ def test_contradictions_within_and_across_splits():
     assert "差" not in set(listed.loc[listed["split"] == "test", "text"])
 
 
+def test_copy_agreement_counts_pairs_of_copies_and_inverts_the_flip_model():
+    frames = {
+        "train": pd.DataFrame({"text": ["好", "好", "好", "差", "差！", "一般", "棒"], "label": [1, 1, 0, 0, 0, 1, 1]}),
+        "validation": pd.DataFrame({"text": ["棒", "新"], "label": [0, 1]}),
+    }
+    found = copy_agreement(frames, 2, seed=0)
+    # 好 x3 (labels 1, 1, 0): 3 pairs, 2 disagree; 差/差！ near copies: 1 pair, agree; 棒 across splits: 1, disagrees
+    assert (found["texts"], found["pairs"], found["disagreeing_pairs"]) == (3, 5, 3)
+    assert found["flip_rate"] == pytest.approx(flip_rate(3 / 5, 2))
+    ci = found["flip_rate_ci95"]
+    assert ci["lo"] <= found["flip_rate"] <= ci["hi"]
+    assert copy_agreement(frames, 2, seed=0) == found  # same inputs and seed, same numbers
+    assert copy_agreement({"train": frames["train"].iloc[5:]}, 2, seed=0)["flip_rate"] is None  # no copies
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.03, 0.2])
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_flip_rate_inverts_the_disagreement_of_two_independently_flipped_copies(epsilon, k):
+    disagreement = 1 - ((1 - epsilon) ** 2 + epsilon**2 / (k - 1))
+    assert flip_rate(disagreement, k) == pytest.approx(epsilon)
+    assert flip_rate(0.99, 2) == 0.5  # labels no better than chance
+
+
+def test_copy_agreement_recovers_a_known_flip_rate():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 2, size=4000)
+    texts = np.repeat([f"text {i}" for i in range(4000)], 2)  # every text twice
+    labels = np.repeat(truth, 2)
+    flipped = rng.random(len(labels)) < 0.05
+    labels[flipped] = 1 - labels[flipped]
+    found = copy_agreement({"train": pd.DataFrame({"text": texts, "label": labels})}, 2, seed=0)
+    ci = found["flip_rate_ci95"]
+    assert ci["lo"] < 0.05 < ci["hi"] and abs(found["flip_rate"] - 0.05) < 0.01
+
+
 def test_validation_and_test_are_scored_by_a_model_of_all_train():
     train = pd.DataFrame(sentences(200, seed=1), columns=["label", "text"])
     validation = pd.DataFrame(sentences(60, seed=2), columns=["label", "text"])
@@ -112,7 +147,7 @@ def test_download_ranks_every_split_and_drops_from_train_only_when_asked(tmp_pat
     assert metrics["data"]["rows"] == {"train": 240 - dropped, "validation": 60, "test": 60}
     assert metrics["label_issues"]["dropped_from_train"] == dropped
     assert set(metrics["label_issues"]) == {"train", "validation", "test", "dropped_from_train"}
-    assert set(metrics["contradictions"]) == {"exact", "near"}
+    assert set(metrics["contradictions"]) == {"exact", "near", "copies"}
     train = pd.read_csv(tmp_path / "issues" / "train.csv", keep_default_na=False)
     assert list(train.columns) == COLUMNS and len(train) >= 5
     original = load_splits(params.data)[0].frame

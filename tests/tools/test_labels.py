@@ -14,7 +14,7 @@ from tools.docs import labels
 PAGE = "".join(f"<!-- {name}:start -->\nas committed\n<!-- {name}:end -->\n" for name in labels.BLOCKS)
 
 
-def fake_outputs(root: Path, word: str, flagged: int) -> Path:
+def fake_outputs(root: Path, word: str, flagged: int, copies: dict | None = None) -> Path:
     """What the download stage writes under ``root``: three rankings whose texts hold ``word``, and the counts."""
     for split in labels.SPLITS:
         rows = [
@@ -25,7 +25,7 @@ def fake_outputs(root: Path, word: str, flagged: int) -> Path:
         (root / "plots/label_issues").mkdir(parents=True, exist_ok=True)
         frame.to_csv(root / "plots/label_issues" / f"{split}.csv", index=False)
     keys = ["train", "validation", "test", "validation_vs_train", "test_vs_train", "test_vs_validation"]
-    counts = {"exact": dict.fromkeys(keys, 1), "near": dict.fromkeys(keys, 2)}
+    counts = {"exact": dict.fromkeys(keys, 1), "near": dict.fromkeys(keys, 2)} | ({"copies": copies} if copies else {})
     issues = dict.fromkeys(labels.SPLITS, flagged) | {"dropped_from_train": 0}
     (root / "metrics").mkdir(parents=True, exist_ok=True)
     (root / "metrics/data.json").write_text(json.dumps({"label_issues": issues, "contradictions": counts}))
@@ -57,6 +57,21 @@ def test_each_corpus_fills_its_own_blocks_from_its_own_folder_and_leaves_the_oth
     assert "train 5, validation 5, test 5" in block(text, "contradictions")
     assert "苹果 train 0" in block(text, "products-label-issues-train")  # the products blocks stay as filled
     assert not labels.update(page, chnsenticorp, top=10)  # a second run changes nothing
+
+
+def test_the_contradictions_block_gives_the_flip_rate_the_copies_imply(tmp_path):
+    rate = {"flip_rate": 0.0152, "flip_rate_ci95": {"lo": 0.011, "hi": 0.0197}}
+    copies = {"texts": 1234, "pairs": 1500, "disagreeing_pairs": 45, **rate}
+    root = fake_outputs(tmp_path / "repo", "酒店", flagged=5, copies=copies)
+    page = tmp_path / "labels.md"
+    page.write_text(PAGE, encoding="utf-8")
+    labels.update(page, root, top=10)
+    text = block(page.read_text(encoding="utf-8"), "contradictions")
+    assert "Of the 1,234 texts that two rows or more hold" in text
+    assert "45 of their 1,500 pairs of rows disagree" in text
+    assert "**1.5%** (95% bootstrap over the texts: 1.1%–2.0%)" in text
+    older = fake_outputs(tmp_path / "older", "x", 1) / "metrics/data.json"  # written before the stage counted it
+    assert "flip" not in labels.contradictions_table(json.loads(older.read_text(encoding="utf-8")))
 
 
 def test_the_block_names_and_the_commands_that_write_them():

@@ -68,7 +68,25 @@ def contradictions_table(metrics: dict) -> str:
     issues = metrics["label_issues"]
     flagged = ", ".join(f"{s} {issues[s]}" for s in SPLITS)
     table = markdown.table(["count", "exact", "near"], rows)
-    return f"{table}\n\nLabels cleanlab flags (`label_issues.<split>`): {flagged}."
+    return f"{table}\n\nLabels cleanlab flags (`label_issues.<split>`): {flagged}." + copies_sentence(counts)
+
+
+def copies_sentence(counts: dict) -> str:
+    """``contradictions.copies`` as a sentence: pairs of copies that disagree, and the flip rate they imply.
+
+    Empty for metrics written before the stage counted it, or for a corpus without copies.
+    """
+    copies = counts.get("copies")
+    if not copies or copies["flip_rate"] is None:
+        return ""
+    ci = copies["flip_rate_ci95"]
+    return (
+        f"\n\nOf the {copies['texts']:,} texts that two rows or more hold (near copies, every split pooled), "
+        f"{copies['disagreeing_pairs']:,} of their {copies['pairs']:,} pairs of rows disagree: if each label "
+        f"were flipped with one chance, independently of every other (`contradictions.copies.flip_rate`), "
+        f"that chance would be **{copies['flip_rate']:.1%}** (95% bootstrap over the texts: "
+        f"{ci['lo']:.1%}–{ci['hi']:.1%})."
+    )
 
 
 def update(page: Path, root: Path, top: int, corpus: str = "chnsenticorp") -> bool:

@@ -14,16 +14,24 @@ is wrong, and a model trained on both learns neither. Counts (``count``):
 - ``<split>``: texts (distinct keys) that occur in that split with two or more labels;
 - ``<a>_vs_<b>``: rows of split ``a`` whose text occurs in split ``b`` with another label
   (a validation review that contradicts its own train copy).
+
+The copies also measure the labels' noise without any model (:func:`copy_agreement`): two
+rows of one text should carry one label, so the share of copy pairs that disagree says how
+often a label is flipped, wherever the text occurs only once too, if flips strike copies as
+they strike other reviews.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+import numpy as np
 import pandas as pd
 
 PAIRS = (("validation", "train"), ("test", "train"), ("test", "validation"))
 DROPPED = ("P", "Z", "Cc")  # Unicode categories (or their first letter) that normalise drops
+RESAMPLES = 2_000  # bootstrap resamples of the copy groups for the flip rate's interval
+_DRAWS_PER_CHUNK = 1 << 22  # text indices drawn at once
 
 
 def normalise(text: str) -> str:
@@ -76,3 +84,46 @@ def contradictions(frames: dict[str, pd.DataFrame], names: list[str]) -> tuple[d
     listed = listed.sort_values(["group", "label"], kind="stable")
     listed["label"] = [names[i] for i in listed["label"]]
     return counts, listed[["group", "match", "split", "row", "label", "text"]].reset_index(drop=True)
+
+
+def flip_rate(disagreement: float, num_classes: int) -> float:
+    """The chance ε that a label is flipped, from the share of copy pairs whose labels differ.
+
+    Each row's label is its text's true label, replaced with chance ε by one of the other
+    K - 1 classes at random, independently of every other row. Two copies then agree with
+    chance (1 - ε)² + ε² / (K - 1), so disagreement d = 1 - that, and
+    ε = (K - 1) / K · (1 - √(1 - d·K / (K - 1))): for two classes, d = 2ε(1 - ε). Labels that
+    agree no better than chance (d ≥ (K - 1) / K) give ε = (K - 1) / K.
+    """
+    k = num_classes
+    return (k - 1) / k * (1 - float(np.sqrt(max(0.0, 1 - disagreement * k / (k - 1)))))
+
+
+def copy_agreement(frames: dict[str, pd.DataFrame], num_classes: int, seed: int) -> dict:
+    """How often two rows of one text (near copies, every split pooled) disagree, and the flip rate it implies.
+
+    ``texts``: the normalised texts held by two rows or more; ``pairs``: the pairs of rows
+    that share one (a text of c rows has c(c - 1)/2); ``disagreeing_pairs``: those whose
+    labels differ; ``flip_rate``: :func:`flip_rate` of their share, with ``flip_rate_ci95``,
+    the 2.5th and 97.5th percentiles over :data:`RESAMPLES` bootstrap resamples of the texts
+    (``numpy.random.default_rng(seed)``: the same inputs and seed give the same bytes). None
+    of the rates when no text has a copy.
+    """
+    pooled = _pooled(frames)
+    per_label = pooled.groupby(["near", "label"]).size().unstack(fill_value=0).to_numpy()  # (texts, labels)
+    per_label = per_label[per_label.sum(axis=1) > 1].astype(np.int64)
+    rows = per_label.sum(axis=1)
+    pairs = rows * (rows - 1) // 2
+    disagreeing = pairs - (per_label * (per_label - 1) // 2).sum(axis=1)
+    out: dict = {"texts": len(rows), "pairs": int(pairs.sum()), "disagreeing_pairs": int(disagreeing.sum())}
+    if not len(rows):
+        return out | {"flip_rate": None, "flip_rate_ci95": None}
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _DRAWS_PER_CHUNK // len(rows))  # bounds memory on a corpus of many copies
+    shares = np.empty(RESAMPLES)
+    for start in range(0, RESAMPLES, per_chunk):
+        drawn = rng.integers(0, len(rows), size=(min(per_chunk, RESAMPLES - start), len(rows)))
+        shares[start : start + len(drawn)] = disagreeing[drawn].sum(axis=1) / pairs[drawn].sum(axis=1)
+    lo, hi = (flip_rate(float(q), num_classes) for q in np.quantile(shares, [0.025, 0.975]))  # ε grows with d
+    rate = flip_rate(out["disagreeing_pairs"] / out["pairs"], num_classes)
+    return out | {"flip_rate": rate, "flip_rate_ci95": {"lo": lo, "hi": hi}}
