@@ -28,10 +28,11 @@ import unicodedata
 import numpy as np
 import pandas as pd
 
+from scratchformer.analysis.scoring import DRAWS_PER_CHUNK
+
 PAIRS = (("validation", "train"), ("test", "train"), ("test", "validation"))
 DROPPED = ("P", "Z", "Cc")  # Unicode categories (or their first letter) that normalise drops
 RESAMPLES = 2_000  # bootstrap resamples of the copy groups for the flip rate's interval
-_DRAWS_PER_CHUNK = 1 << 22  # text indices drawn at once
 
 
 def normalise(text: str) -> str:
@@ -119,7 +120,7 @@ def copy_agreement(frames: dict[str, pd.DataFrame], num_classes: int, seed: int)
     if not len(rows):
         return out | {"flip_rate": None, "flip_rate_ci95": None}
     rng = np.random.default_rng(seed)
-    per_chunk = max(1, _DRAWS_PER_CHUNK // len(rows))  # bounds memory on a corpus of many copies
+    per_chunk = max(1, DRAWS_PER_CHUNK // len(rows))  # bounds memory on a corpus of many copies
     shares = np.empty(RESAMPLES)
     for start in range(0, RESAMPLES, per_chunk):
         drawn = rng.integers(0, len(rows), size=(min(per_chunk, RESAMPLES - start), len(rows)))

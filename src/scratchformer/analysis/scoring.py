@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 Z95 = NormalDist().inv_cdf(0.975)  # 1.959963984540054
 RESAMPLES = 10_000  # bootstrap resamples: the interval's ends move by ~0.001 between seeds
-_DRAWS_PER_CHUNK = 1 << 22  # review indices drawn at once: bounds memory on a large split
+DRAWS_PER_CHUNK = 1 << 22  # bootstrap indices drawn at once: bounds memory on a large split or corpus
 
 
 def accuracy(correct: int, total: int) -> float:
@@ -135,7 +135,7 @@ def paired_bootstrap(
     scale = len(a) * len(b)
     gain = a.sum(axis=0).astype(np.int64) * len(b) - b.sum(axis=0).astype(np.int64) * len(a)
     rng = np.random.default_rng(seed)
-    per_chunk = max(1, _DRAWS_PER_CHUNK // n)
+    per_chunk = max(1, DRAWS_PER_CHUNK // n)
     sums = np.empty(resamples, dtype=np.int64)
     for start in range(0, resamples, per_chunk):
         rows = min(per_chunk, resamples - start)
