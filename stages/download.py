@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scratchformer.analysis.duplicates import contradictions, copy_agreement
+from scratchformer.analysis.duplicates import contradictions
 from scratchformer.analysis.label_issues import listed, most_suspect, rank_splits
 from scratchformer.config import Params
 from scratchformer.data.fingerprints import resolved_revision
@@ -46,8 +46,7 @@ def run(params: Params, inputs_path: Path, raw_dir: Path, metrics_path: Path, la
     frames = {s.name: s.frame for s in corpus.splits}
     names = corpus.classes.names
     rankings = rank_splits(frames, names, params.baseline, params.seed)
-    counts, torn = contradictions(frames, names)
-    counts["copies"] = copy_agreement(frames, len(names), params.seed)
+    counts, torn = contradictions(frames, names, params.seed)
     n = params.data.label_issues_n
     dropped = 0
     if params.data.label_issues == "drop":

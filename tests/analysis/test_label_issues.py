@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from fixtures import sentences, write_corpus
 
-from scratchformer.analysis.duplicates import contradictions, copy_agreement, flip_rate, normalise
+from scratchformer.analysis.duplicates import contradictions, copy_agreement, flip_rate, normalise, pool
 from scratchformer.analysis.label_issues import COLUMNS, out_of_fold, rank, rank_splits
 from scratchformer.config import BaselineConfig, from_dict
 from scratchformer.data.ingest import load_splits
@@ -73,7 +73,7 @@ def test_contradictions_within_and_across_splits():
         "validation": pd.DataFrame({"text": ["差", "棒！", "好"], "label": [1, 0, 1]}),
         "test": pd.DataFrame({"text": ["棒"], "label": [1]}),
     }
-    counts, listed = contradictions(frames, NAMES)
+    counts, listed = contradictions(frames, NAMES, seed=0)
     # train: 好 has two labels; near also 一般/一般。
     assert counts["exact"]["train"] == 1 and counts["near"]["train"] == 2
     # validation 差 (positive) contradicts train's 差; 好 (positive) contradicts one train copy; 棒！ only near
@@ -94,14 +94,14 @@ def test_copy_agreement_counts_pairs_of_copies_and_inverts_the_flip_model():
         "train": pd.DataFrame({"text": ["好", "好", "好", "差", "差！", "一般", "棒"], "label": [1, 1, 0, 0, 0, 1, 1]}),
         "validation": pd.DataFrame({"text": ["棒", "新"], "label": [0, 1]}),
     }
-    found = copy_agreement(frames, 2, seed=0)
+    found = copy_agreement(pool(frames), 2, seed=0)
     # 好 x3 (labels 1, 1, 0): 3 pairs, 2 disagree; 差/差！ near copies: 1 pair, agree; 棒 across splits: 1, disagrees
     assert (found["texts"], found["pairs"], found["disagreeing_pairs"]) == (3, 5, 3)
     assert found["flip_rate"] == pytest.approx(flip_rate(3 / 5, 2))
     ci = found["flip_rate_ci95"]
     assert ci["lo"] <= found["flip_rate"] <= ci["hi"]
-    assert copy_agreement(frames, 2, seed=0) == found  # same inputs and seed, same numbers
-    assert copy_agreement({"train": frames["train"].iloc[5:]}, 2, seed=0)["flip_rate"] is None  # no copies
+    assert copy_agreement(pool(frames), 2, seed=0) == found  # same inputs and seed, same numbers
+    assert copy_agreement(pool({"train": frames["train"].iloc[5:]}), 2, seed=0)["flip_rate"] is None  # no copies
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.03, 0.2])
@@ -119,7 +119,7 @@ def test_copy_agreement_recovers_a_known_flip_rate():
     labels = np.repeat(truth, 2)
     flipped = rng.random(len(labels)) < 0.05
     labels[flipped] = 1 - labels[flipped]
-    found = copy_agreement({"train": pd.DataFrame({"text": texts, "label": labels})}, 2, seed=0)
+    found = copy_agreement(pool({"train": pd.DataFrame({"text": texts, "label": labels})}), 2, seed=0)
     ci = found["flip_rate_ci95"]
     assert ci["lo"] < 0.05 < ci["hi"] and abs(found["flip_rate"] - 0.05) < 0.01
 

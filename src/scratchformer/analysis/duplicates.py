@@ -41,8 +41,8 @@ def normalise(text: str) -> str:
     return "".join(c for c in folded if not unicodedata.category(c).startswith(DROPPED))
 
 
-def _pooled(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Every row of every split: split, row (0-based position in it), text, label (class id)."""
+def pool(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Every row of every split: split, row (0-based position in it), text, label (class id), near (normalised)."""
     parts = [
         pd.DataFrame({"split": name, "row": range(len(f)), "text": f["text"].to_numpy(), "label": f["label"]})
         for name, f in frames.items()
@@ -67,16 +67,20 @@ def _count(pooled: pd.DataFrame, key: str, splits: list[str]) -> dict[str, int]:
     return counts
 
 
-def contradictions(frames: dict[str, pd.DataFrame], names: list[str]) -> tuple[dict, pd.DataFrame]:
-    """Counts ``{"exact": {...}, "near": {...}}`` (module docstring) and the list of contradicting rows.
+def contradictions(frames: dict[str, pd.DataFrame], names: list[str], seed: int) -> tuple[dict, pd.DataFrame]:
+    """Counts ``{"exact": {...}, "near": {...}, "copies": {...}}`` and the list of contradicting rows.
+
+    ``exact`` and ``near`` as in the module docstring; ``copies``: :func:`copy_agreement`, its
+    bootstrap seeded with ``seed``.
 
     The list has one line per row of a near-copy group that holds two labels (every exact
     group is one): ``group`` (1, 2, … in order of first appearance), ``match`` (``exact`` when
     two identical texts of the group disagree, else ``near``), split, row, label, text.
     """
-    pooled = _pooled(frames)
+    pooled = pool(frames)
     splits = list(frames)
     counts = {"exact": _count(pooled, "text", splits), "near": _count(pooled, "near", splits)}
+    counts["copies"] = copy_agreement(pooled, len(names), seed)
     torn = pooled.groupby("near")["label"].transform("nunique") > 1
     listed = pooled[torn].copy()
     exact = listed.groupby("text")["label"].transform("nunique") > 1
@@ -100,8 +104,10 @@ def flip_rate(disagreement: float, num_classes: int) -> float:
     return (k - 1) / k * (1 - float(np.sqrt(max(0.0, 1 - disagreement * k / (k - 1)))))
 
 
-def copy_agreement(frames: dict[str, pd.DataFrame], num_classes: int, seed: int) -> dict:
+def copy_agreement(pooled: pd.DataFrame, num_classes: int, seed: int) -> dict:
     """How often two rows of one text (near copies, every split pooled) disagree, and the flip rate it implies.
+
+    ``pooled``: every split's rows, as :func:`pool` gives them.
 
     ``texts``: the normalised texts held by two rows or more; ``pairs``: the pairs of rows
     that share one (a text of c rows has c(c - 1)/2); ``disagreeing_pairs``: those whose
@@ -110,7 +116,6 @@ def copy_agreement(frames: dict[str, pd.DataFrame], num_classes: int, seed: int)
     (``numpy.random.default_rng(seed)``: the same inputs and seed give the same bytes). None
     of the rates when no text has a copy.
     """
-    pooled = _pooled(frames)
     per_label = pooled.groupby(["near", "label"]).size().unstack(fill_value=0).to_numpy()  # (texts, labels)
     per_label = per_label[per_label.sum(axis=1) > 1].astype(np.int64)
     rows = per_label.sum(axis=1)
