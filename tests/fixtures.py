@@ -121,3 +121,13 @@ def committed(relative: str, into: Path) -> Path:
     shown = subprocess.run(["git", "show", f"HEAD:{relative}"], cwd=ROOT, capture_output=True)
     target.write_bytes(shown.stdout if shown.returncode == 0 else (ROOT / relative).read_bytes())
     return target
+
+
+def table_rows(table: str) -> list[list[str]]:
+    """The body rows of a markdown table (after the header and the rule), each a list of stripped cells."""
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+
+
+def block_rows(block: str) -> list[list[str]]:
+    """The body rows of the one table in a docs block of prose and a table."""
+    return table_rows("\n".join(line for line in block.splitlines() if line.startswith("|")))

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixtures import table_rows
 
 from scratchformer.render.markdown import block
 from scratchformer.reporting.experiments import experiments
@@ -59,14 +60,10 @@ def sweep():
     )
 
 
-def rows(table):
-    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
-
-
 def tables(text):
     """Each corpus's heading line and its table's rows, keyed by corpus."""
     parts = text.split("\n\n")
-    return {parts[i].split("**")[1]: (parts[i], rows(parts[i + 1])) for i in range(0, len(parts), 2)}
+    return {parts[i].split("**")[1]: (parts[i], table_rows(parts[i + 1])) for i in range(0, len(parts), 2)}
 
 
 def test_experiments_are_recorded_per_corpus_and_the_baselines_once_per_corpus_settings_and_seed(tmp_path):

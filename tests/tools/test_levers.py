@@ -1,5 +1,7 @@
 import json
 
+from fixtures import table_rows
+
 from scratchformer.render.markdown import block
 from tools.docs.levers import lever_records, levers_table, read_record, resplit_table, update_levers
 
@@ -50,16 +52,12 @@ def sweep():
     )
 
 
-def rows(table):
-    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
-
-
 def test_levers_are_grouped_by_name_and_measured_against_the_control_and_nblr():
     from scratchformer.reporting.experiments import experiments
 
     records = lever_records(experiments(sweep()))
     assert [r["name"] for r in records] == ["kd-s42", "kd-s52", "tf1-s42", "tf1-s52", "rs-kd-s52"]
-    table = {r[0]: r for r in rows(levers_table(records))}
+    table = {r[0]: r for r in table_rows(levers_table(records))}
     assert set(table) == {"`kd`", "`tf1`"}
     kd, tf1 = table["`kd`"], table["`tf1`"]
     assert kd[1] == "`nb.distill=0.5`" and tf1[1] == "`train.epochs=7`"  # kd against tf1; tf1 against defaults
@@ -68,7 +66,7 @@ def test_levers_are_grouped_by_name_and_measured_against_the_control_and_nblr():
     assert kd[7] == "yes" and tf1[7] == "no"  # 0.93/0.94 clears NB-LR's 0.92/0.93; 0.90/0.915 does not
     assert kd[8] == "7, 5" and tf1[8] == "7, 7"  # each seed's own, in seed order
     assert {(r["teacher_train"], r["pretrain_masked_accuracy"]) for r in records} == {(0.99, 0.05)}  # kept to read back
-    (resplit,) = rows(resplit_table(records))
+    (resplit,) = table_rows(resplit_table(records))
     assert resplit[0] == "`rs-kd-s52`" and resplit[2] == "0.9100 / 0.9400" and resplit[4] == "no"  # val below
 
 
@@ -96,7 +94,7 @@ def test_a_record_made_before_the_nb_section_is_shown_with_todays_keys(tmp_path)
     record.write_text(json.dumps(runs))
     assert read_record(record)[0]["changed"] == {"nb.distill": 0.5, "nb.role": "teacher", "train.epochs": 9}
     update_levers(page, None, record)
-    kd = {r[0]: r for r in rows(block(page.read_text(), "levers"))}["`kd`"]
+    kd = {r[0]: r for r in table_rows(block(page.read_text(), "levers"))}["`kd`"]
     assert kd[1] == "`nb.distill=0.5`, `nb.role=teacher`, `train.epochs=9`"
     assert "train.distill" not in record.read_text()
 

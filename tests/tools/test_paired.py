@@ -2,16 +2,9 @@
 
 import json
 
+from fixtures import block_rows
+
 from tools.docs.paired import agreement_block, paired_block, paired_table
-
-
-def rows(table):
-    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
-
-
-def block_rows(block):
-    """The body rows of the one table in a docs block of prose and a table."""
-    return rows("\n".join(line for line in block.splitlines() if line.startswith("|")))
 
 
 def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tmp_path):
