@@ -46,14 +46,17 @@ def test_the_model_draws_every_mask_as_its_config_says(draw, kind):
     assert all(type(m) is kind for m in layers)
 
 
-@pytest.mark.skipif(
+needs_cxx = pytest.mark.skipif(
     shutil.which(os.environ.get("CXX", "g++")) is None, reason="Inductor needs a C++ compiler (CXX, or g++)"
 )
+
+
+@needs_cxx
 def test_compiled_it_draws_the_eager_masks():
     """Under torch.compile the mask comes from ATen's generator, as in eager mode, not from Inductor's own.
 
     Inductor replaces a ``rand_like`` in its graph with its own per-element draw (slower on a CPU,
-    and other numbers); :func:`~scratchformer.model.dropout.uniform_like` keeps ATen's.
+    and other numbers); :func:`~scratchformer.model.dropout.keep_mask` keeps ATen's.
     """
     x = torch.rand(3, 4, 40, 40) + 0.5  # no zeros of its own
     layer = UniformDropout(0.2).train()
@@ -66,3 +69,23 @@ def test_compiled_it_draws_the_eager_masks():
     for e, c in zip(eager, drawn, strict=True):
         assert torch.equal(e == 0, c == 0)  # the same elements dropped, step after step
         torch.testing.assert_close(c, e)
+
+
+@needs_cxx
+def test_compiled_its_backward_keeps_the_float_mask_not_a_bool_one():
+    """What the compiled forward saves for the backward pass: the scaled float mask, no bool tensor.
+
+    Left to choose, the compiler saves ``uniform >= p`` as bool (the smallest tensor it could
+    recompute the mask from), and Inductor's CPU kernels store bool outputs slowly: the compiled
+    training step was slower than the eager one (docs/speed.md).
+    """
+    layer = UniformDropout(0.2).train()
+    x = (torch.rand(3, 4, 40, 40) + 0.5).requires_grad_()
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend="inductor")
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.dtype) or t, lambda t: t):
+        y = compiled(x * 1.0)
+    assert saved == [torch.float32]
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, (y != 0).float() / 0.8)

@@ -9,13 +9,15 @@ Bernoulli(1 - p) mask, other random draws. The attention's dropout masks a
 training step (``docs/speed.md``). ``model.dropout_draw`` chooses: ``bernoulli`` (PyTorch's,
 which every earlier result used) or ``uniform`` (this module).
 
-Under ``torch.compile`` the uniform numbers are still ATen's. Inductor would otherwise replace a
-``rand_like`` in the graph with its own generator, which draws one number at a time inside
-the fused kernel: on a CPU that costs the compiled step more than the whole eager draw, and it
-gives other masks than the eager model's. :func:`uniform_like` is one operator that the
-compiler calls as it is, so a compiled model draws the same vectorised numbers from the same
-generator, in the same order, as the eager one (``tests/model/test_dropout.py``; the speed in
-``docs/speed.md``).
+Under ``torch.compile`` the mask is still ATen's. :func:`keep_mask` draws and scales it in one
+operator that the compiler calls as it is, so a compiled model draws the same vectorised numbers
+from the same generator, in the same order, as the eager one (``tests/model/test_dropout.py``).
+Left to itself, Inductor would do two things slower on a CPU: replace a ``rand_like`` in the
+graph with its own generator, which draws one number at a time inside the fused kernel (and
+gives other masks than the eager model's); and keep the comparison ``uniform >= p`` for the
+backward pass as a bool tensor, whose store from its vectorised kernels costs more than the
+rest of the kernel ten times over. The operator's output is the float mask the product reads,
+so that is what the backward keeps (the speed in ``docs/speed.md``).
 """
 
 from __future__ import annotations
@@ -24,14 +26,18 @@ import torch
 from torch import Tensor, nn
 
 
-@torch.library.custom_op("scratchformer::uniform_like", mutates_args=())
-def uniform_like(x: Tensor) -> Tensor:
-    """``torch.rand_like(x)``: uniform numbers in [0, 1) from the default generator, opaque to the compiler."""
-    return torch.rand_like(x)
+@torch.library.custom_op("scratchformer::keep_mask", mutates_args=())
+def keep_mask(x: Tensor, p: float) -> Tensor:
+    """Dropout's scaled mask for ``x``: ``1 / (1 - p)`` where a uniform number in [0, 1) is at least ``p``, else 0.
+
+    The numbers come from the default generator; the operator is opaque to the compiler.
+    """
+    keep = torch.rand_like(x) >= p  # each element kept with probability 1 - p
+    return keep.to(x.dtype).mul_(1 / (1 - p))
 
 
-@uniform_like.register_fake
-def _(x: Tensor) -> Tensor:  # what the compiler traces in its place: a tensor of the same shape, no draw
+@keep_mask.register_fake
+def _(x: Tensor, p: float) -> Tensor:  # what the compiler traces in its place: a tensor of the same shape, no draw
     return torch.empty_like(x)
 
 
@@ -41,9 +47,8 @@ class UniformDropout(nn.Dropout):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0:
             return x
-        # detached: the draw takes no gradient (the operator has no backward of its own)
-        keep = uniform_like(x.detach()) >= self.p  # each element kept with probability 1 - p
-        return x * keep.to(x.dtype).mul_(1 / (1 - self.p))
+        # detached: the mask takes no gradient (the operator has no backward of its own)
+        return x * keep_mask(x.detach(), self.p)
 
 
 def dropout(p: float, draw: str = "bernoulli") -> nn.Dropout:
