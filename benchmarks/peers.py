@@ -75,7 +75,7 @@ from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier, eval_mode
 from scratchformer.model.positional import SinusoidalPositionalEncoding
 from scratchformer.reporting import recipes
-from scratchformer.train.classify import Classification
+from scratchformer.train.objective import Classification
 from scratchformer.train.optim import Settings, optimizers_and_average
 
 OUT = Path("benchmarks/results/peers.json")

@@ -55,9 +55,10 @@ from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.reporting import recipes
-from scratchformer.train.classify import Classification, seed_everything
+from scratchformer.train.classify import seed_everything
 from scratchformer.train.diagnostics import attention_diagnostics
 from scratchformer.train.loop import Loop
+from scratchformer.train.objective import Classification
 from scratchformer.train.optim import Settings
 
 OUT = Path("benchmarks/results/profile_epoch.json")

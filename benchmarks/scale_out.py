@@ -39,8 +39,9 @@ from scratchformer.files import write_json
 from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.render import markdown
 from scratchformer.train import distributed
-from scratchformer.train.classify import Classification, fit, seed_everything
+from scratchformer.train.classify import fit, seed_everything
 from scratchformer.train.loop import Loop
+from scratchformer.train.objective import Classification
 from scratchformer.train.optim import Settings
 
 OUT = Path("benchmarks/results/scale_out.json")

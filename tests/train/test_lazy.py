@@ -134,7 +134,7 @@ def test_sparse_ngrams_on_a_model_without_tables_leave_adamw_alone():
     # table to update lazily, so AdamW alone trains the model and no LazyAdamW is built.
     from scratchformer.config import from_dict
     from scratchformer.model.classifier import TransformerClassifier
-    from scratchformer.train.classify import Classification
+    from scratchformer.train.objective import Classification
     from scratchformer.train.optim import Settings, optimizers_and_average
 
     params = from_dict({"model": {"ngram_max": 1, "wide_ngrams": 0}, "train": {"sparse_ngrams": True}})

@@ -1,6 +1,6 @@
 """What training does to a batch before the model reads it: hide tokens, crop reviews to spans.
 
-Both run in :meth:`~scratchformer.train.classify.Classification.prepare` on the whole global
+Both run in :meth:`~scratchformer.train.objective.Classification.prepare` on the whole global
 batch with the loop's generator, so every process of a data-parallel run sees the same
 corruption and a resumed run draws the same noise.
 """

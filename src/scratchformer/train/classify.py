@@ -11,18 +11,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from scratchformer.analysis.evaluation import accuracy, predict_logits, rounded, scores
 from scratchformer.config import TrainConfig
 from scratchformer.data.tokenized_split import TokenizedSplit, batches
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.model.naive_bayes import OutOfFold
-from scratchformer.train.augment import crop_spans, drop_tokens
-from scratchformer.train.diagnostics import attention_diagnostics, grouped_parameters
+from scratchformer.train.diagnostics import attention_diagnostics
 from scratchformer.train.distributed import ALONE, World
-from scratchformer.train.loop import NOTHING, Loop, StepResult
+from scratchformer.train.loop import NOTHING, Loop
+from scratchformer.train.objective import Classification
 from scratchformer.train.optim import Settings
 from scratchformer.train.recording import Recorder
 
@@ -84,111 +82,6 @@ def improves(record: dict, best: dict | None, select: str) -> bool:
     if select == "val_accuracy":
         return record["val_accuracy"] > best["val_accuracy"]
     return record["val_loss"] < best["val_loss"]
-
-
-class Classification(nn.Module):
-    """The classifier's objective for :class:`~scratchformer.train.loop.Loop`: cross-entropy on the labels.
-
-    ``prepare`` crops rows to spans (``spans``) and hides tokens (``token_dropout``) on
-    the whole global batch, so every process sees the same corruption whatever its share.
-
-    With a ``teacher`` (a fitted model, frozen here) and ``distill`` = α > 0,
-    each row's target is a mixture (Hinton et al., 2015, at temperature 1):
-
-        target = (1 − α) · onehot(label) + α · softmax(teacher(ids))
-
-    where ``ids`` is the row as the student sees it at this step, noise and
-    all: every epoch shows the student new corrupted copies of the train texts,
-    each labelled by the teacher, so it learns the teacher's function around
-    the data and not only its answers on the clean texts. The loss stays the
-    cross-entropy against that target (label smoothing then applies to it).
-
-    An :class:`~scratchformer.model.naive_bayes.OutOfFold` teacher answers each
-    row with the model that never saw its text. The fold is read from the clean
-    text in ``prepare``, before the noise, and travels with the label: the
-    labels become (B, 2) rows of (label, fold).
-    """
-
-    unused_parameters = False  # every trainable parameter takes part in its loss (the teacher trains none)
-
-    def __init__(
-        self,
-        model: TransformerClassifier,
-        label_smoothing: float = 0.0,
-        token_dropout: float = 0.0,
-        teacher: nn.Module | None = None,
-        distill: float = 0.0,
-        spans: float = 0.0,
-        span_length: str = "review",
-        clause_ends: Tensor | None = None,
-    ):
-        super().__init__()
-        self.model = model
-        self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
-        self.spans = spans
-        # review: a span up to its review's length; log: log-uniform up to the longest text the model reads
-        self.longest_span = None if span_length == "review" else model.config.max_len - 2
-        # clause: the span widened to whole clauses, which end at these tokens
-        if span_length == "clause" and clause_ends is None:
-            raise ValueError("train.span_length=clause needs the ids of the tokens that end a clause (clause_end_ids)")
-        self.clause_ends = clause_ends if span_length == "clause" else None
-        self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
-
-    @classmethod
-    def for_training(
-        cls,
-        model: TransformerClassifier,
-        config: TrainConfig,
-        teacher: nn.Module | None = None,
-        distill: float = 0.0,
-        clause_ends: Tensor | None = None,
-    ) -> Classification:
-        """The objective as ``config`` (the train section) sets its noise and label smoothing."""
-        noise = {"token_dropout": config.token_dropout, "spans": config.spans, "span_length": config.span_length}
-        return cls(model, config.label_smoothing, teacher=teacher, distill=distill, **noise, clause_ends=clause_ends)
-
-    def train(self, mode: bool = True) -> Classification:
-        """Switch the student's mode; a teacher stays in eval mode (no dropout in its answers)."""
-        super().train(mode)
-        if self.teacher is not None:
-            self.teacher.eval()
-        return self
-
-    def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        if isinstance(self.teacher, OutOfFold):
-            labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)
-        if self.spans:
-            ids = crop_spans(ids, self.spans, self.model.pad_id, generator, self.longest_span, self.clause_ends)
-        if self.token_dropout:
-            ids = drop_tokens(ids, self.token_dropout, self.model.pad_id, generator)
-        return ids, labels
-
-    def count(self, labels: Tensor) -> int:
-        return len(labels)
-
-    def grad_groups(self) -> dict[str, list[nn.Parameter]]:
-        return grouped_parameters(self.model)
-
-    def target(self, ids: Tensor, labels: Tensor, num_classes: int, folds: Tensor | None = None) -> Tensor:
-        """The labels, or with a teacher the (B, K) mixture of the labels and its probabilities on ``ids``."""
-        if self.teacher is None:
-            return labels
-        with torch.no_grad():
-            taught = (self.teacher(ids) if folds is None else self.teacher(ids, folds)).float().softmax(dim=1)
-        onehot = F.one_hot(labels, num_classes).to(taught.dtype)
-        return (1 - self.distill) * onehot + self.distill * taught
-
-    def forward(self, ids: Tensor, labels: Tensor) -> StepResult:
-        labels, folds = labels.unbind(dim=1) if labels.dim() == 2 else (labels, None)  # (label, fold) rows
-        logits = self.model(ids).float()  # (B, K); the loss in fp32 whatever the forward's precision
-        target = self.target(ids, labels, logits.size(1), folds)
-        loss = F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
-        if target is labels and not self.label_smoothing:
-            plain = loss.detach()
-        else:  # the plain loss on the labels alone, comparable with val_loss
-            with torch.no_grad():
-                plain = F.cross_entropy(logits, labels, reduction="sum")
-        return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
 
 
 def fit(

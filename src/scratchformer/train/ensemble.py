@@ -195,7 +195,7 @@ def train_member(
     """Member ``k`` of ``recording``, trained from seed ``seed + k``, at its best epoch.
 
     With a ``teacher`` (the NB model, or an ensemble of teachers) and ``distill`` > 0 its
-    targets mix in the teacher's probabilities (:class:`~scratchformer.train.classify.Classification`).
+    targets mix in the teacher's probabilities (:class:`~scratchformer.train.objective.Classification`).
 
     A member that finished before the run stopped is restored instead; one that
     had begun carries on from its last epoch. With a ``probe``, its snapshot at
