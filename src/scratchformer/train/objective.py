@@ -47,13 +47,14 @@ class Classification(nn.Module):
         teacher: nn.Module | None = None,
         distill: float = 0.0,
         spans: float = 0.0,
+        rdrop: float = 0.0,
         span_length: str = "review",
         clause_ends: Tensor | None = None,
     ):
         super().__init__()
         self.model = model
         self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
-        self.spans = spans
+        self.spans, self.rdrop = spans, rdrop
         # review: a span up to its review's length; log: log-uniform up to the longest text the model reads
         self.longest_span = None if span_length == "review" else model.config.max_len - 2
         # clause: the span widened to whole clauses, which end at these tokens
@@ -73,7 +74,15 @@ class Classification(nn.Module):
     ) -> Classification:
         """The objective as ``config`` (the train section) sets its noise and label smoothing."""
         noise = {"token_dropout": config.token_dropout, "spans": config.spans, "span_length": config.span_length}
-        return cls(model, config.label_smoothing, teacher=teacher, distill=distill, **noise, clause_ends=clause_ends)
+        return cls(
+            model,
+            config.label_smoothing,
+            teacher=teacher,
+            distill=distill,
+            **noise,
+            rdrop=config.rdrop,
+            clause_ends=clause_ends,
+        )
 
     def train(self, mode: bool = True) -> Classification:
         """Switch the student's mode; a teacher stays in eval mode (no dropout in its answers)."""
@@ -108,7 +117,9 @@ class Classification(nn.Module):
 
     def forward(self, ids: Tensor, labels: Tensor) -> StepResult:
         labels, folds = labels.unbind(dim=1) if labels.dim() == 2 else (labels, None)  # (label, fold) rows
-        logits = self.model(ids).float()  # (B, K); the loss in fp32 whatever the forward's precision
+        twice = self.rdrop > 0 and self.training
+        logits = self.model(torch.cat([ids, ids]) if twice else ids).float()  # the loss in fp32 whatever the forward's
+        logits, twin = logits.chunk(2) if twice else (logits, None)  # (B, K) each
         target = self.target(ids, labels, logits.size(1), folds)
         loss = F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
         if target is labels and not self.label_smoothing:
@@ -116,4 +127,13 @@ class Classification(nn.Module):
         else:  # the plain loss on the labels alone, comparable with val_loss
             with torch.no_grad():
                 plain = F.cross_entropy(logits, labels, reduction="sum")
+        if twin is not None:  # the first pass's answers are what the step reports
+            twin_loss = F.cross_entropy(twin, target, label_smoothing=self.label_smoothing, reduction="sum")
+            loss = (loss + twin_loss + self.rdrop * symmetric_kl(logits, twin)) / 2
         return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
+
+
+def symmetric_kl(a: Tensor, b: Tensor) -> Tensor:
+    """½ (KL(p ‖ q) + KL(q ‖ p)) of the rows' softmaxes p of ``a`` and q of ``b`` (B, K), summed over the rows."""
+    log_p, log_q = a.log_softmax(dim=1), b.log_softmax(dim=1)
+    return ((log_p.exp() - log_q.exp()) * (log_p - log_q)).sum() / 2

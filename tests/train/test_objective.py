@@ -1,0 +1,72 @@
+"""The classifier's objective with R-Drop: two passes, their symmetric KL, and nothing changed without it."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from fixtures import tiny_config
+
+from scratchformer.config import TrainConfig
+from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.train.objective import Classification, symmetric_kl
+
+
+def _model(dropout: float) -> TransformerClassifier:
+    torch.manual_seed(0)
+    return TransformerClassifier(tiny_config(dropout=dropout), 30)
+
+
+def _batch() -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.randint(3, 30, (6, 10), generator=torch.Generator().manual_seed(1))
+    return ids, torch.tensor([0, 1, 1, 0, 1, 0])
+
+
+def test_symmetric_kl_is_half_the_two_kls_summed_over_rows():
+    a = torch.log(torch.tensor([[0.5, 0.5], [0.2, 0.8]]))
+    b = torch.log(torch.tensor([[0.9, 0.1], [0.2, 0.8]]))
+    kl_pq = 0.5 * math.log(0.5 / 0.9) + 0.5 * math.log(0.5 / 0.1)
+    kl_qp = 0.9 * math.log(0.9 / 0.5) + 0.1 * math.log(0.1 / 0.5)
+    assert symmetric_kl(a, b).item() == pytest.approx((kl_pq + kl_qp) / 2)  # the second row agrees: 0
+    assert symmetric_kl(b, a).item() == pytest.approx(symmetric_kl(a, b).item())
+
+
+def test_without_dropout_the_two_passes_agree_and_the_loss_is_one_passs_cross_entropy():
+    ids, labels = _batch()
+    objective = Classification(_model(dropout=0.0), label_smoothing=0.1, rdrop=1.0).train()
+    result = objective(ids, labels)
+    one_pass = F.cross_entropy(objective.model(ids), labels, label_smoothing=0.1, reduction="sum")
+    torch.testing.assert_close(result.loss, one_pass)
+
+
+def test_with_dropout_the_loss_is_half_the_two_cross_entropies_and_alpha_times_their_kl():
+    ids, labels = _batch()
+    model = _model(dropout=0.3)
+    objective = Classification(model, rdrop=0.7).train()
+    torch.manual_seed(5)
+    result = objective(ids, labels)
+    torch.manual_seed(5)  # the same masks, drawn in the same order: one pass over both copies
+    first, second = model(torch.cat([ids, ids])).chunk(2)
+    ce = [F.cross_entropy(logits, labels, reduction="sum") for logits in (first, second)]
+    kl = symmetric_kl(first, second)
+    assert kl.item() > 1e-4  # two masks, two answers
+    torch.testing.assert_close(result.loss, (ce[0] + ce[1] + 0.7 * kl) / 2)
+    torch.testing.assert_close(result.plain, ce[0])  # the step reports the first pass, in plain cross-entropy
+
+
+def test_in_eval_mode_and_at_alpha_zero_it_is_one_pass():
+    ids, labels = _batch()
+    model = _model(dropout=0.3)
+    calls = []
+    model.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
+    Classification(model, rdrop=1.0).eval()(ids, labels)
+    Classification(model, rdrop=0.0).train()(ids, labels)
+    Classification(model, rdrop=1.0).train()(ids, labels)
+    assert calls == [6, 6, 12]
+
+
+def test_train_rdrop_reaches_the_objective_and_a_negative_one_is_refused():
+    objective = Classification.for_training(_model(dropout=0.1), TrainConfig(rdrop=0.5))
+    assert objective.rdrop == 0.5
+    with pytest.raises(ValueError, match=r"train\.rdrop=-1"):
+        TrainConfig(rdrop=-1)
