@@ -47,9 +47,9 @@ class Classification(nn.Module):
         teacher: nn.Module | None = None,
         distill: float = 0.0,
         spans: float = 0.0,
-        rdrop: float = 0.0,
         span_length: str = "review",
         clause_ends: Tensor | None = None,
+        rdrop: float = 0.0,
     ):
         super().__init__()
         self.model = model
@@ -117,8 +117,8 @@ class Classification(nn.Module):
 
     def forward(self, ids: Tensor, labels: Tensor) -> StepResult:
         labels, folds = labels.unbind(dim=1) if labels.dim() == 2 else (labels, None)  # (label, fold) rows
-        twice = self.rdrop > 0 and self.training
-        logits = self.model(torch.cat([ids, ids]) if twice else ids).float()  # the loss in fp32 whatever the forward's
+        twice = self.rdrop > 0 and self.training  # R-Drop: both copies in one pass, each row under its own masks
+        logits = self.model(torch.cat([ids, ids]) if twice else ids).float()  # (2B or B, K); the loss in fp32
         logits, twin = logits.chunk(2) if twice else (logits, None)  # (B, K) each
         target = self.target(ids, labels, logits.size(1), folds)
         loss = F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
