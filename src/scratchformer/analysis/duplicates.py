@@ -28,11 +28,10 @@ import unicodedata
 import numpy as np
 import pandas as pd
 
-from scratchformer.analysis.scoring import DRAWS_PER_CHUNK
+from scratchformer.analysis.scoring import DRAWS_PER_CHUNK, RESAMPLES
 
 PAIRS = (("validation", "train"), ("test", "train"), ("test", "validation"))
 DROPPED = ("P", "Z", "Cc")  # Unicode categories (or their first letter) that normalise drops
-RESAMPLES = 2_000  # bootstrap resamples of the copy groups for the flip rate's interval
 
 
 def normalise(text: str) -> str:
@@ -112,8 +111,9 @@ def copy_agreement(pooled: pd.DataFrame, num_classes: int, seed: int) -> dict:
     ``texts``: the normalised texts held by two rows or more; ``pairs``: the pairs of rows
     that share one (a text of c rows has c(c - 1)/2); ``disagreeing_pairs``: those whose
     labels differ; ``flip_rate``: :func:`flip_rate` of their share, with ``flip_rate_ci95``,
-    the 2.5th and 97.5th percentiles over :data:`RESAMPLES` bootstrap resamples of the texts
-    (``numpy.random.default_rng(seed)``: the same inputs and seed give the same bytes). None
+    the 2.5th and 97.5th percentiles over bootstrap resamples of the texts, as many as every
+    other interval here draws (:data:`~scratchformer.analysis.scoring.RESAMPLES`;
+    ``numpy.random.default_rng(seed)``: the same inputs and seed give the same bytes). None
     of the rates when no text has a copy.
     """
     per_label = pooled.groupby(["near", "label"]).size().unstack(fill_value=0).to_numpy()  # (texts, labels)
