@@ -15,9 +15,9 @@ from the same generator, in the same order, as the eager one (``tests/model/test
 Left to itself, Inductor would do two things slower on a CPU: replace a ``rand_like`` in the
 graph with its own generator, which draws one number at a time inside the fused kernel (and
 gives other masks than the eager model's); and keep the comparison ``uniform >= p`` for the
-backward pass as a bool tensor, whose store from its vectorised kernels costs more than the
-rest of the kernel ten times over. The operator's output is the float mask the product reads,
-so that is what the backward keeps (the speed in ``docs/speed.md``).
+backward pass as a bool tensor, which its vectorised kernels store slowly. The operator's
+output is the float mask the product reads, so that is what the backward keeps
+(``tests/model/test_dropout.py``; the speed in ``docs/speed.md``).
 """
 
 from __future__ import annotations
