@@ -1,4 +1,4 @@
-"""The classifier's objective with R-Drop: two passes, their symmetric KL, and nothing changed without it."""
+"""The objective's extra terms: R-Drop's two passes and symmetric KL, the wide branch's own loss; none acts when off."""
 
 import math
 
@@ -70,3 +70,41 @@ def test_train_rdrop_reaches_the_objective_and_a_negative_one_is_refused():
     assert objective.rdrop == 0.5
     with pytest.raises(ValueError, match=r"train\.rdrop=-1"):
         TrainConfig(rdrop=-1)
+
+
+def _wide_model() -> TransformerClassifier:
+    torch.manual_seed(0)
+    model = TransformerClassifier(tiny_config(wide_ngrams=2, ngram_buckets=64), 30)
+    torch.nn.init.normal_(model.wide.table.weight)  # the branch starts at zero: give it something to say
+    torch.nn.init.normal_(model.wide.unigrams.weight)
+    return model
+
+
+def test_wide_loss_adds_beta_times_the_wide_branchs_own_cross_entropy():
+    ids, labels = _batch()
+    model = _wide_model()
+    result = Classification(model, label_smoothing=0.1, wide_loss=0.5).train()(ids, labels)
+    whole = F.cross_entropy(model(ids), labels, label_smoothing=0.1, reduction="sum")
+    wide = F.cross_entropy(model.wide(ids), labels, label_smoothing=0.1, reduction="sum")
+    assert wide.item() > 1.0  # a term that can be told apart from nothing
+    torch.testing.assert_close(result.loss, whole + 0.5 * wide)
+    torch.testing.assert_close(result.plain, F.cross_entropy(model(ids), labels, reduction="sum"))
+    evaluated = Classification(model, wide_loss=0.5).eval()(ids, labels)  # validation: the plain loss
+    torch.testing.assert_close(evaluated.loss, F.cross_entropy(model(ids), labels, reduction="sum"))
+
+
+def test_wide_loss_trains_the_branch_toward_the_labels_alone():
+    ids, labels = _batch()
+    model = _wide_model()
+    Classification(model, wide_loss=1.0).train()(ids, labels).loss.backward()
+    with_it = model.wide.unigrams.weight.grad.clone()
+    model.zero_grad()
+    Classification(model).train()(ids, labels).loss.backward()
+    assert not torch.allclose(with_it, model.wide.unigrams.weight.grad)
+
+
+def test_wide_loss_without_a_wide_branch_or_below_zero_is_refused():
+    with pytest.raises(ValueError, match=r"train\.wide_loss=1.0 needs the wide branch: set model\.wide_ngrams"):
+        Classification.for_training(_model(dropout=0.0), TrainConfig(wide_loss=1.0))
+    with pytest.raises(ValueError, match=r"train\.wide_loss=-1"):
+        TrainConfig(wide_loss=-1)

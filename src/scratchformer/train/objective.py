@@ -35,6 +35,11 @@ class Classification(nn.Module):
     row with the model that never saw its text. The fold is read from the clean
     text in ``prepare``, before the noise, and travels with the label: the
     labels become (B, 2) rows of (label, fold).
+
+    With ``wide_loss`` = β > 0 the wide branch (``model.wide_ngrams``, a linear model over
+    the bag of n-grams added to the logits) is also scored alone, and β times its own
+    cross-entropy joins the loss: deep supervision of the branch (Lee et al., 2015), so
+    that it reads a text by itself and does not only correct the network's residual.
     """
 
     unused_parameters = False  # every trainable parameter takes part in its loss (the teacher trains none)
@@ -50,11 +55,14 @@ class Classification(nn.Module):
         span_length: str = "review",
         clause_ends: Tensor | None = None,
         rdrop: float = 0.0,
+        wide_loss: float = 0.0,
     ):
         super().__init__()
         self.model = model
         self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
-        self.spans, self.rdrop = spans, rdrop
+        self.spans, self.rdrop, self.wide_loss = spans, rdrop, wide_loss
+        if wide_loss and model.wide is None:
+            raise ValueError(f"train.wide_loss={wide_loss} needs the wide branch: set model.wide_ngrams > 0")
         # review: a span up to its review's length; log: log-uniform up to the longest text the model reads
         self.longest_span = None if span_length == "review" else model.config.max_len - 2
         # clause: the span widened to whole clauses, which end at these tokens
@@ -82,6 +90,7 @@ class Classification(nn.Module):
             **noise,
             rdrop=config.rdrop,
             clause_ends=clause_ends,
+            wide_loss=config.wide_loss,
         )
 
     def train(self, mode: bool = True) -> Classification:
@@ -130,6 +139,11 @@ class Classification(nn.Module):
         if twin is not None:  # the first pass's answers are what the step reports
             twin_loss = F.cross_entropy(twin, target, label_smoothing=self.label_smoothing, reduction="sum")
             loss = (loss + twin_loss + self.rdrop * symmetric_kl(logits, twin)) / 2
+        if self.wide_loss and self.training:  # the wide branch alone (no dropout in it: one pass serves both copies)
+            wide = self.model.wide(ids).float()  # (B, K)
+            loss = loss + self.wide_loss * F.cross_entropy(
+                wide, target, label_smoothing=self.label_smoothing, reduction="sum"
+            )
         return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
 
 
