@@ -1,4 +1,4 @@
-"""The objective's extra terms: R-Drop's two passes and symmetric KL, the wide branch's own loss; none acts when off."""
+"""The objective's options: R-Drop, the wide branch's own loss, generalized cross-entropy; none acts when off."""
 
 import math
 
@@ -9,7 +9,7 @@ from fixtures import tiny_config
 
 from scratchformer.config import TrainConfig
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.train.objective import Classification, symmetric_kl
+from scratchformer.train.objective import Classification, generalized_cross_entropy, symmetric_kl
 
 
 def _model(dropout: float) -> TransformerClassifier:
@@ -108,3 +108,30 @@ def test_wide_loss_without_a_wide_branch_or_below_zero_is_refused():
         Classification.for_training(_model(dropout=0.0), TrainConfig(wide_loss=1.0))
     with pytest.raises(ValueError, match=r"train\.wide_loss=-1"):
         TrainConfig(wide_loss=-1)
+
+
+def test_generalized_cross_entropy_is_one_minus_p_to_the_q_over_q_and_near_q_zero_the_cross_entropy():
+    logits = torch.log(torch.tensor([[0.2, 0.8], [0.9, 0.1]], dtype=torch.float64))  # q near 0 needs the digits
+    labels = torch.tensor([1, 1])
+    expected = (1 - 0.8**0.5) / 0.5 + (1 - 0.1**0.5) / 0.5
+    assert generalized_cross_entropy(logits, labels, 0.5).item() == pytest.approx(expected)
+    assert generalized_cross_entropy(logits, labels, 1.0).item() == pytest.approx(0.2 + 0.9)  # q = 1: MAE
+    ce = F.cross_entropy(logits, labels, reduction="sum").item()
+    assert generalized_cross_entropy(logits, labels, 1e-6).item() == pytest.approx(ce, rel=1e-4)
+
+
+def test_gce_is_the_loss_the_step_descends_and_the_reported_loss_stays_cross_entropy():
+    ids, labels = _batch()
+    model = _model(dropout=0.0)
+    result = Classification(model, gce=0.7).train()(ids, labels)
+    logits = model(ids)
+    torch.testing.assert_close(result.loss, generalized_cross_entropy(logits, labels, 0.7))
+    torch.testing.assert_close(result.plain, F.cross_entropy(logits, labels, reduction="sum"))
+    assert not torch.allclose(result.loss, result.plain)
+
+
+def test_gce_with_label_smoothing_or_out_of_range_is_refused():
+    with pytest.raises(ValueError, match=r"train\.gce=0.7 scores hard labels"):
+        Classification.for_training(_model(dropout=0.0), TrainConfig(gce=0.7, label_smoothing=0.1))
+    with pytest.raises(ValueError, match=r"train\.gce=1.5"):
+        TrainConfig(gce=1.5)

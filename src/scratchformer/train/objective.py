@@ -40,6 +40,12 @@ class Classification(nn.Module):
     the bag of n-grams added to the logits) is also scored alone, and β times its own
     cross-entropy joins the loss: deep supervision of the branch (Lee et al., 2015), so
     that it reads a text by itself and does not only correct the network's residual.
+
+    With ``gce`` = q > 0 the loss on the labels is the generalized cross-entropy
+    (1 − p_y^q) / q (Zhang & Sabuncu, 2018) in place of −log p_y: its gradient is the
+    cross-entropy's times p_y^q, so a row whose label the model finds unlikely (a span of
+    praise cut from a negative review) pulls less, and noisy labels no longer teach the
+    model to hedge. q → 0 is the cross-entropy; q = 1 is the mean absolute error.
     """
 
     unused_parameters = False  # every trainable parameter takes part in its loss (the teacher trains none)
@@ -56,11 +62,14 @@ class Classification(nn.Module):
         clause_ends: Tensor | None = None,
         rdrop: float = 0.0,
         wide_loss: float = 0.0,
+        gce: float = 0.0,
     ):
         super().__init__()
         self.model = model
         self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
-        self.spans, self.rdrop, self.wide_loss = spans, rdrop, wide_loss
+        self.spans, self.rdrop, self.wide_loss, self.gce = spans, rdrop, wide_loss, gce
+        if gce and (label_smoothing or (teacher is not None and distill)):
+            raise ValueError(f"train.gce={gce} scores hard labels: it takes no label smoothing and no teacher")
         if wide_loss and model.wide is None:
             raise ValueError(f"train.wide_loss={wide_loss} needs the wide branch: set model.wide_ngrams > 0")
         # review: a span up to its review's length; log: log-uniform up to the longest text the model reads
@@ -91,6 +100,7 @@ class Classification(nn.Module):
             rdrop=config.rdrop,
             clause_ends=clause_ends,
             wide_loss=config.wide_loss,
+            gce=config.gce,
         )
 
     def train(self, mode: bool = True) -> Classification:
@@ -130,21 +140,31 @@ class Classification(nn.Module):
         logits = self.model(torch.cat([ids, ids]) if twice else ids).float()  # (2B or B, K); the loss in fp32
         logits, twin = logits.chunk(2) if twice else (logits, None)  # (B, K) each
         target = self.target(ids, labels, logits.size(1), folds)
-        loss = F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
-        if target is labels and not self.label_smoothing:
+        loss = self.fit_loss(logits, target)
+        if target is labels and not self.label_smoothing and not self.gce:
             plain = loss.detach()
         else:  # the plain loss on the labels alone, comparable with val_loss
             with torch.no_grad():
                 plain = F.cross_entropy(logits, labels, reduction="sum")
         if twin is not None:  # the first pass's answers are what the step reports
-            twin_loss = F.cross_entropy(twin, target, label_smoothing=self.label_smoothing, reduction="sum")
+            twin_loss = self.fit_loss(twin, target)
             loss = (loss + twin_loss + self.rdrop * symmetric_kl(logits, twin)) / 2
         if self.wide_loss and self.training:  # the wide branch alone (no dropout in it: one pass serves both copies)
             wide = self.model.wide(ids).float()  # (B, K)
-            loss = loss + self.wide_loss * F.cross_entropy(
-                wide, target, label_smoothing=self.label_smoothing, reduction="sum"
-            )
+            loss = loss + self.wide_loss * self.fit_loss(wide, target)
         return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
+
+    def fit_loss(self, logits: Tensor, target: Tensor) -> Tensor:
+        """The loss the step descends on logits (B, K), summed over the rows: cross-entropy, or with ``gce`` the GCE."""
+        if self.gce:
+            return generalized_cross_entropy(logits, target, self.gce)
+        return F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
+
+
+def generalized_cross_entropy(logits: Tensor, labels: Tensor, q: float) -> Tensor:
+    """Σ_rows (1 − p_y^q) / q of the rows' softmax p at their labels y (B,): Zhang & Sabuncu's L_q loss."""
+    p_label = logits.softmax(dim=1).gather(1, labels[:, None]).squeeze(1)  # (B,)
+    return ((1 - p_label.pow(q)) / q).sum()
 
 
 def symmetric_kl(a: Tensor, b: Tensor) -> Tensor:
