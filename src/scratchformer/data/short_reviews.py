@@ -3,7 +3,7 @@
 ChnSentiCorp's reviews are long (most run past 64 tokens), and a model that has only
 read long reviews can misread the few words a person types first (``服务很差``). The
 check is a file of such reviews, none taken from any corpus: ``checks/short_reviews.tsv``
-holds 62, hotel, book and laptop, half of each class. The pipeline scores the model and
+holds 162, hotel, book and laptop, half of each class. The pipeline scores the model and
 every baseline on it (``short.*`` in ``metrics/eval.json`` and ``metrics/baseline.json``),
 so a recipe that reads long reviews well and short ones badly shows it.
 
