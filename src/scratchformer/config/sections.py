@@ -104,7 +104,7 @@ class ModelConfig:
     norm: Literal["pre", "post"] = "pre"
     ngram_max: int = 3  # also embed the 2..ngram_max-grams ending at each token (1 = tokens only)
     ngram_buckets: int = 65536  # rows of the hashed n-gram embedding table
-    ngram_init: float = 1.0  # std of its rows at initialisation (nn.Embedding's 1); 0: an n-gram starts as nothing
+    ngram_init: float = 0.0  # std of its rows at initialisation (1: nn.Embedding's); 0: an n-gram starts as nothing
     wide_ngrams: int = 3  # > 0: add a linear model over the bag of 1..wide_ngrams-grams to the logits
 
     def __post_init__(self) -> None:
