@@ -44,8 +44,8 @@ class Classification(nn.Module):
     With ``gce`` = q > 0 the loss on the labels is the generalized cross-entropy
     (1 − p_y^q) / q (Zhang & Sabuncu, 2018) in place of −log p_y: its gradient is the
     cross-entropy's times p_y^q, so a row whose label the model finds unlikely (a span of
-    praise cut from a negative review) pulls less, and noisy labels no longer teach the
-    model to hedge. q → 0 is the cross-entropy; q = 1 is the mean absolute error.
+    praise cut from a negative review) pulls less: a loss made for noisy labels. q → 0 is
+    the cross-entropy; q = 1 is the mean absolute error.
     """
 
     unused_parameters = False  # every trainable parameter takes part in its loss (the teacher trains none)
