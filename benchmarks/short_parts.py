@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 
 import torch
-from transformers import AutoTokenizer
 
+from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.config import load_params
 from scratchformer.data.short_reviews import read_short_reviews
+from scratchformer.data.tokenization import encode_flat, load_saved_tokenizer
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.checkpoint import class_names, load_checkpoint
 
 
@@ -28,27 +30,22 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params("params.yaml")
     model, info = load_checkpoint(args.model)
-    model.eval()
     reviews = read_short_reviews(params.short_reviews, class_names(info, model.config.num_classes))
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
-    ids = tokenizer(list(reviews.text), padding=True, truncation=True, max_length=params.tokenizer.max_len)
-    ids = torch.tensor(ids["input_ids"])  # (B, T)
-    labels = torch.tensor(reviews.label.to_numpy())  # (B,)
-    members = list(getattr(model, "members", [model]))
+    # Encoded and batched as the evaluate stage scores them.
+    flat = encode_flat(load_saved_tokenizer(args.tokenizer), reviews["text"].tolist(), params.tokenizer.max_len)
+    labels = torch.tensor(reviews["label"].to_numpy())  # (N,)
+    split = TokenizedSplit(flat.tokens, flat.offsets, labels)
 
     def right(logits: torch.Tensor) -> int:
         return int((logits.argmax(dim=1) == labels).sum())
 
     print(f"{len(labels)} short reviews ({params.short_reviews}), read right by:")
-    with torch.no_grad():
-        for i, member in enumerate(members):
-            orders = member.ngram_orders(ids)
-            h, pad, _ = member.encode(ids, -1, orders)
-            network = member.head(member.pool(h, pad)[0])  # (B, K)
-            wide = member.wide(ids, orders) if member.wide is not None else torch.zeros_like(network)
-            parts = {"network alone": network, "wide branch alone": wide, "their sum": network + wide}
-            print(f"  member {i}: " + ", ".join(f"{name} {right(x)}" for name, x in parts.items()))
-        print(f"  the model: {right(model(ids))}")
+    for i, member in enumerate(getattr(model, "members", [model])):
+        whole = predict_logits(member, split, 256)  # (N, K): the network's logits plus the wide branch's
+        wide = predict_logits(member.wide, split, 256) if member.wide is not None else torch.zeros_like(whole)
+        parts = {"network alone": whole - wide, "wide branch alone": wide, "their sum": whole}
+        print(f"  member {i}: " + ", ".join(f"{name} {right(x)}" for name, x in parts.items()))
+    print(f"  the model: {right(predict_logits(model, split, 256))}")
 
 
 if __name__ == "__main__":
