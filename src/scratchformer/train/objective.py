@@ -163,8 +163,8 @@ class Classification(nn.Module):
 
 def generalized_cross_entropy(logits: Tensor, labels: Tensor, q: float) -> Tensor:
     """Σ_rows (1 − p_y^q) / q of the rows' softmax p at their labels y (B,): Zhang & Sabuncu's L_q loss."""
-    p_label = logits.softmax(dim=1).gather(1, labels[:, None]).squeeze(1)  # (B,)
-    return ((1 - p_label.pow(q)) / q).sum()
+    nll = F.cross_entropy(logits, labels, reduction="none")  # (B,) −log p_y
+    return (-torch.expm1(-q * nll) / q).sum()  # 1 − p_y^q = 1 − e^{−q·nll}, without cancelling near q = 0
 
 
 def symmetric_kl(a: Tensor, b: Tensor) -> Tensor:
