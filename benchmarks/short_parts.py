@@ -6,7 +6,7 @@ n-grams), and the prediction averages its members' probabilities. On the short-r
 reviews each reads right, so what costs reviews on short texts is visible. It reads the
 committed model (``models/model.pt``) and the tokenizer of the tokenize stage.
 
-    python benchmarks/short_parts.py [--model models/model.pt]
+    python benchmarks/short_parts.py [--model models/model.pt] [--reviews FILE]
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="models/model.pt")
     parser.add_argument("--tokenizer", default="data/tokenizer")
+    parser.add_argument("--reviews", default=None, help="short reviews (default: params' short_reviews)")
     args = parser.parse_args()
     params = load_params("params.yaml")
+    path = args.reviews or params.short_reviews
     model, info = load_checkpoint(args.model)
-    reviews = read_short_reviews(params.short_reviews, class_names(info, model.config.num_classes))
+    reviews = read_short_reviews(path, class_names(info, model.config.num_classes))
     # Encoded and batched as the evaluate stage scores them.
     flat = encode_flat(load_saved_tokenizer(args.tokenizer), reviews["text"].tolist(), params.tokenizer.max_len)
     labels = torch.tensor(reviews["label"].to_numpy())  # (N,)
@@ -39,7 +41,7 @@ def main() -> None:
     def right(logits: torch.Tensor) -> int:
         return int((logits.argmax(dim=1) == labels).sum())
 
-    print(f"{len(labels)} short reviews ({params.short_reviews}), read right by:")
+    print(f"{len(labels)} short reviews ({path}), read right by:")
     for i, member in enumerate(getattr(model, "members", [model])):
         whole = predict_logits(member, split, 256)  # (N, K): the network's logits plus the wide branch's
         wide = predict_logits(member.wide, split, 256) if member.wide is not None else torch.zeros_like(whole)
