@@ -8,7 +8,7 @@ import yaml
 from scratchformer.render.markdown import replace_block
 from scratchformer.reporting import recipes
 from scratchformer.reporting.experiments import experiments, workspace_metrics
-from scratchformer.reporting.page import fmt
+from scratchformer.reporting.page import fmt, score
 from tools.docs.ablations import ablation_groups, ablation_rows, ablation_tables
 from tools.docs.results import (
     comparison_table,
@@ -125,7 +125,8 @@ def test_the_unseen_table_shows_every_run_whole_and_unseen_with_intervals():
     assert lines[0] == ("| run | validation (all) | validation unseen (n = 862) | test (all) | test unseen (n = 869) |")
     assert (
         lines[2]
-        == "| model (params.yaml) | 0.9 [0.88, 0.92] | 0.87 [0.85, 0.89] | 0.91 [0.89, 0.93] | 0.88 [0.86, 0.9] |"
+        == "| model (params.yaml) | 0.9000 [0.8800, 0.9200] | 0.8700 [0.8500, 0.8900] | 0.9100 [0.8900, 0.9300] "
+        "| 0.8800 [0.8600, 0.9000] |"
     )
     nblr = next(line for line in lines if "NB-LR" in line)
     assert "| 0.9037 [0.8837, 0.9237] |" in nblr
@@ -148,9 +149,14 @@ def test_the_unseen_table_ends_in_the_short_review_column_for_the_model_and_each
     shown = {"": {"data": {"metrics/eval.json": {"data": evaluation}, "metrics/baseline.json": {"data": baselines}}}}
     lines = unseen_table(workspace_metrics(shown)).splitlines()
     assert lines[0].endswith("| test unseen (n = 869) | short reviews (n = 62) |")
-    assert lines[2].startswith("| model (params.yaml) |") and lines[2].endswith("| 0.8 [0.7, 0.85] |")
+    assert lines[2].startswith("| model (params.yaml) |") and lines[2].endswith("| 0.8000 [0.7000, 0.8500] |")
     cells = {line.split(" | ")[0]: line.rsplit(" | ", 1)[1] for line in lines[2:]}
-    expected = ["0.8 [0.7, 0.85] |", "0.85 [0.75, 0.9] |", "0.9 [0.8, 0.95] |", "0.95 [0.85, 1] |"]
+    expected = [
+        "0.8000 [0.7000, 0.8500] |",
+        "0.8500 [0.7500, 0.9000] |",
+        "0.9000 [0.8000, 0.9500] |",
+        "0.9500 [0.8500, 1.0000] |",
+    ]
     assert sorted(cells.values()) == expected
 
 
@@ -163,10 +169,10 @@ def test_experiments_are_flattened():
 def test_comparison_puts_reference_best_and_baseline_side_by_side():
     table = comparison_table(experiments(exp_show()))
     lines = table.splitlines()
-    assert lines[2].startswith("| default (params.yaml) | 0.835 |")
-    assert lines[3].startswith("| `best` experiment | 0.93 |")
-    assert lines[4].startswith("| `wide` experiment | 0.87 |")  # one of the further compared experiments
-    assert lines[5].startswith("| char 1–3-gram TF-IDF + logistic regression | 0.916 | 0.925 |")
+    assert lines[2].startswith("| default (params.yaml) | 0.8350 |")
+    assert lines[3].startswith("| `best` experiment | 0.9300 |")
+    assert lines[4].startswith("| `wide` experiment | 0.8700 |")  # one of the further compared experiments
+    assert lines[5].startswith("| char 1–3-gram TF-IDF + logistic regression | 0.9160 | 0.9250 |")
     assert lines[6].startswith("| char 1–3-gram TF-IDF + linear SVM | 0.9175 | 0.9258 |")
 
 
@@ -188,12 +194,12 @@ def test_members_line_lists_each_members_own_accuracy():
     assert members_line(records) == "The `best` experiment is a single model."
     records[2].update({"train:member_val_accuracy.0": 0.9, "train:member_val_accuracy.1": 0.91})
     assert members_line(records) == (
-        "Validation accuracy of each ensemble member on its own: 0.9, 0.91; of their average: 0.93."
+        "Validation accuracy of each ensemble member on its own: 0.9000, 0.9100; of their average: 0.9300."
     )
     records[2]["train:nb_val_accuracy"] = 0.925
     assert members_line(records) == (
-        "Validation accuracy of each Transformer member on its own: 0.9, 0.91; of the NB member alone: 0.925; "
-        "of the ensemble (½ the Transformers' mean probability, ½ the NB member's): 0.93."
+        "Validation accuracy of each Transformer member on its own: 0.9000, 0.9100; of the NB member alone: 0.9250; "
+        "of the ensemble (½ the Transformers' mean probability, ½ the NB member's): 0.9300."
     )
 
 
@@ -206,6 +212,13 @@ def test_replace_block_and_missing_block():
 
 def test_fmt():
     assert fmt(0.0) == "0" and fmt(True) == "true" and fmt(None) == "—" and fmt(0.5000) == "0.5"
+
+
+def test_scores_keep_four_places_so_a_column_lines_up():
+    assert score(0.91) == "0.9100" and score(None) == "—" and score(12) == "12"
+    table = results_table(workspace_metrics(metrics_show(0.91)))
+    assert "| validation accuracy | 0.9100 |" in table  # a score keeps its zeros
+    assert "| attention max abs error vs PyTorch | 5.96e-07 |" in table  # anything else as fmt writes it
 
 
 def test_the_recipe_line_is_made_from_its_file_and_checked_against_the_experiment(tmp_path):
@@ -270,7 +283,7 @@ def test_prepost_layers_table_compares_the_six_layer_runs_layer_by_layer(monkeyp
     assert "`deep-pre` (Pre-LN) and `deep-post` (Post-LN)" in table
     assert "| embedding | 0.1 | 0.4 | 4.00 | 0.3 | 0.9 |" in table
     assert "| layer0 | 0.2 | 0.2 | 1.00 | 0.5 | 0.6 |" in table
-    assert "Pre-LN / Post-LN: 0.85 / 0.82" in table
+    assert "Pre-LN / Post-LN: 0.8500 / 0.8200" in table
     assert report.prepost_layers_table([pre, wide]) is None  # no Post-LN run of the default shape
 
 
@@ -315,8 +328,8 @@ def test_the_headline_is_read_back_from_the_committed_comparison_where_experimen
     made = headline_table(comparison_rows(records))
     assert headline_table(read_table(comparison_table(records))) == made  # same table either way
     assert made.splitlines()[2:] == [
-        "| default run (`params.yaml`) | 0.835 | 0.835 |",
-        "| [`best` recipe](recipes/best.yaml) (3 Transformers + NB member) | 0.93 | 0.93 |",
+        "| default run (`params.yaml`) | 0.8350 | 0.8350 |",
+        "| [`best` recipe](recipes/best.yaml) (3 Transformers + NB member) | 0.9300 | 0.9300 |",
     ]  # no NB-LR in these records, and the SVM and `wide` rows are not headline rows
 
 

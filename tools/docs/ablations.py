@@ -17,7 +17,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import ReportError, dvc_json, run
 from scratchformer.reporting.experiments import experiments, flat_params
-from scratchformer.reporting.page import fmt
+from scratchformer.reporting.page import fmt, score
 from tools.docs.results import records_table
 
 SHAPE_COLUMNS = [
@@ -222,7 +222,7 @@ def prepost_layers_table(records: list[dict], n_layers: int = 6) -> str | None:
         rows.append([group, fmt(pre["median"]), fmt(post["median"]), f"{ratio:.2f}", fmt(pre["p99"]), fmt(post["p99"])])
     header = ["parameters", "Pre-LN median", "Post-LN median", "Post / Pre", "Pre-LN p99", "Post-LN p99"]
     lines += [markdown.table(header, rows), ""]
-    accuracy = " / ".join(f"{fmt(runs[n].get('eval:validation.accuracy'))}" for n in ("pre", "post"))
+    accuracy = " / ".join(score(runs[n].get("eval:validation.accuracy")) for n in ("pre", "post"))
     lines.append(f"Validation accuracy, Pre-LN / Post-LN: {accuracy}.")
     return "\n".join(lines)
 

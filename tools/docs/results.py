@@ -13,7 +13,7 @@ from typing import Any
 
 from scratchformer.render import markdown
 from scratchformer.reporting import recipes
-from scratchformer.reporting.page import fmt
+from scratchformer.reporting.page import fmt, score
 
 RESULT_ROWS = [
     ("validation accuracy", "eval:validation.accuracy"),
@@ -41,8 +41,13 @@ RESULT_ROWS = [
 def results_table(metrics: dict[str, Any]) -> str:
     """Every headline metric of the workspace (``dvc metrics show``), one per row."""
     return markdown.table(
-        ["metric", "value"], [[label, fmt(metrics[key])] for label, key in RESULT_ROWS if key in metrics]
+        ["metric", "value"], [[label, cell(key, metrics[key])] for label, key in RESULT_ROWS if key in metrics]
     )
+
+
+def cell(key: str, value: Any) -> str:
+    """A table's cell: scores (accuracy, F1) to four places, zeros kept; anything else through :func:`fmt`."""
+    return score(value) if key.endswith((".accuracy", ".f1")) else fmt(value)
 
 
 def with_interval(metrics: dict[str, Any], prefix: str) -> str:
@@ -51,7 +56,7 @@ def with_interval(metrics: dict[str, Any], prefix: str) -> str:
     if value is None:
         return fmt(None)
     lo, hi = metrics.get(f"{prefix}.accuracy_ci95.lo"), metrics.get(f"{prefix}.accuracy_ci95.hi")
-    return fmt(value) if lo is None or hi is None else f"{fmt(value)} [{fmt(lo)}, {fmt(hi)}]"
+    return score(value) if lo is None or hi is None else f"{score(value)} [{score(lo)}, {score(hi)}]"
 
 
 UNSEEN_PARTS = {"transformers": "its Transformers alone", "nb": "its NB member alone"}  # a blend's parts
@@ -119,8 +124,10 @@ def unseen_block(metrics: dict[str, Any]) -> str:
 
 
 def records_table(records: list[dict], columns: list[tuple[str, str]]) -> str:
-    """One row per record, one column per (label, key); cells through :func:`fmt`."""
-    return markdown.table([label for label, _ in columns], [[fmt(r.get(key)) for _, key in columns] for r in records])
+    """One row per record, one column per (label, key); cells through :func:`cell`."""
+    return markdown.table(
+        [label for label, _ in columns], [[cell(key, r.get(key)) for _, key in columns] for r in records]
+    )
 
 
 COMPARISON_COLUMNS = [
@@ -229,7 +236,7 @@ def headline_table(comparison: list[dict], one_network: list[str] | None = None)
     before the n-gram baseline it is measured against.
     """
     rows = [
-        [HEADLINE[r["label"]], fmt(r.get("eval:validation.accuracy")), fmt(r.get("eval:test.accuracy"))]
+        [HEADLINE[r["label"]], score(r.get("eval:validation.accuracy")), score(r.get("eval:test.accuracy"))]
         for r in comparison
         if r["label"] in HEADLINE
     ]
@@ -275,10 +282,10 @@ def members_line(records: list[dict], best_name: str = "best") -> str:
     """The validation accuracy of each member of the best experiment's ensemble on its own."""
     _, best = reference_and_best(records, best_name)
     prefix = "train:member_val_accuracy."
-    own = [fmt(v) for k, v in sorted((best or {}).items()) if k.startswith(prefix)]
+    own = [score(v) for k, v in sorted((best or {}).items()) if k.startswith(prefix)]
     if not own:
         return "The `best` experiment is a single model."
-    ensemble = fmt(best.get("eval:validation.accuracy"))
+    ensemble = score(best.get("eval:validation.accuracy"))
     nb = best.get("train:nb_val_accuracy")
     if nb is None:
         return (
@@ -286,7 +293,7 @@ def members_line(records: list[dict], best_name: str = "best") -> str:
         )
     return (
         f"Validation accuracy of each Transformer member on its own: {', '.join(own)}; of the NB member alone: "
-        f"{fmt(nb)}; of the ensemble (½ the Transformers' mean probability, ½ the NB member's): {ensemble}."
+        f"{score(nb)}; of the ensemble (½ the Transformers' mean probability, ½ the NB member's): {ensemble}."
     )
 
 

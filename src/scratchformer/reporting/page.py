@@ -34,6 +34,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def score(value: Any) -> str:
+    """An accuracy or F1 to four places, zeros kept, so a column lines up: 0.9100 beside 0.9292, not 0.91."""
+    return f"{value:.4f}" if isinstance(value, float) else fmt(value)
+
+
 @dataclass(frozen=True)
 class Table:
     """Plain text cells: nothing in them formats, links or embeds HTML in either rendering."""
