@@ -497,3 +497,19 @@ def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, mo
     record.write_text(json.dumps({"lever": "r", "lever_runs": {"runs": [run]}}), encoding="utf-8")
     with pytest.raises(SystemExit, match="unseen reviews differ"):  # another split, or the reviews in another order
         agreement.main([str(record), "--params", str(params)])
+
+
+def test_transfer_scores_each_length_band_apart_and_pairs_the_model_with_tfidf_on_its_own_reviews():
+    transfer = load("transfer")
+    length = np.array([3, 10, 16, 17, 40, 60, 61, 200])
+    right = {  # the model reads the short texts right and misses the long ones; TF-IDF LR the other way round
+        "model": np.array([1, 1, 1, 1, 0, 1, 0, 0], dtype=bool),
+        "TF-IDF LR": np.array([0, 1, 0, 1, 1, 1, 1, 1], dtype=bool),
+    }
+    bands = transfer.band_scores(length, right, [16, 60], seed=0)
+    assert [b["chars"] for b in bands] == [[1, 16], [17, 60], [61, 200]]
+    assert [b["n"] for b in bands] == [3, 3, 2]
+    assert [b["accuracy"]["model"] for b in bands] == [1.0, 2 / 3, 0.0]
+    assert [b["accuracy"]["TF-IDF LR"] for b in bands] == [1 / 3, 1.0, 1.0]
+    assert [b["model_minus_tfidf"]["delta"] for b in bands] == pytest.approx([2 / 3, -1 / 3, -1.0])
+    assert bands[2]["model_minus_tfidf"]["ci95"] == {"lo": -1.0, "hi": -1.0}  # both reviews, every resample

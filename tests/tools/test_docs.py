@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from scratchformer.render import markdown
-from tools.docs import pages, speed
+from tools.docs import pages, speed, transfer
 
 ROOT = Path(__file__).parents[2]
 README_LIMIT = 15_000  # bytes: what it is, results, quick start, three DVC verbs, links; the manual is in docs/
@@ -51,7 +51,7 @@ def test_every_generated_block_has_a_generator():
         "predict",
     }
     known |= {"experiments", "transformer", "peers", "profile", "corpora", "corpus-online-shopping", "recipe-time"}
-    known |= {"corpora-headline", "compile-cost"}
+    known |= {"corpora-headline", "compile-cost", "transfer"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
@@ -66,13 +66,37 @@ def test_every_generated_block_has_a_generator():
         ("peers", speed.peers_block, speed.RESULTS, "python benchmarks/peers.py"),
         ("profile", speed.profile_block, speed.PROFILE, "python benchmarks/profile_epoch.py"),
         ("compile-cost", speed.compile_cost_block, speed.COMPILE_COST, "python benchmarks/compile_cost.py"),
+        ("transfer", transfer.transfer_block, transfer.RESULTS, "python benchmarks/transfer.py"),
     ],
 )
-def test_the_speed_page_quotes_what_the_benchmarks_last_measured(name, make, results, command):
+def test_the_docs_quote_what_the_benchmarks_last_measured(name, make, results, command):
     made = make(ROOT / results)
     assert made is not None, f"{results} is missing: run {command}"
-    shown = markdown.block((ROOT / "docs" / "speed.md").read_text(encoding="utf-8"), name)
-    assert shown is not None and shown.rstrip() == made, "run python -m tools.docs.report readme --file docs/speed.md"
+    page = "results.md" if name == "transfer" else "speed.md"
+    shown = markdown.block((ROOT / "docs" / page).read_text(encoding="utf-8"), name)
+    assert shown is not None and shown.rstrip() == made, f"run python -m tools.docs.report readme --file docs/{page}"
+
+
+def test_the_transfer_block_gives_each_band_every_readers_accuracy_and_the_paired_difference(tmp_path):
+    def band(chars, n, model, tfidf, delta, lo, hi):
+        accuracy = {"model": model, "TF-IDF LR": tfidf, "SVM": 0.5, "NB-LR": 0.25}
+        return {
+            "chars": chars,
+            "n": n,
+            "accuracy": accuracy,
+            "model_minus_tfidf": {"delta": delta, "ci95": {"lo": lo, "hi": hi}},
+        }
+
+    record = {"commit": "abc1234", "corpus": "shop", "model": "models/model.pt", "rows": 1500, "in_train": 3}
+    record["bands"] = [band([1, 16], 1000, 0.9, 0.8, 0.1, 0.05, 0.15), band([17, 99], 500, 0.7, 0.75, -0.05, -0.1, 0)]
+    path = tmp_path / "transfer.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    lines = transfer.transfer_block(path).splitlines()
+    assert "at commit `abc1234`" in lines[0] and "1,500 reviews of `shop` (3 also in train, left out)" in lines[0]
+    assert lines[2] == "| characters | reviews | model | TF-IDF LR | SVM | NB-LR | model minus TF-IDF LR |"
+    assert lines[4] == "| 1–16 | 1,000 | 0.9000 | 0.8000 | 0.5000 | 0.2500 | +0.1000 [+0.0500, +0.1500] |"
+    assert lines[5] == "| 17–99 | 500 | 0.7000 | 0.7500 | 0.5000 | 0.2500 | -0.0500 [-0.1000, +0.0000] |"
+    assert transfer.transfer_block(tmp_path / "absent.json") is None  # the block is left as committed
 
 
 def test_the_recipe_time_block_shows_each_seed_at_both_commits_then_the_ratio_and_the_paired_verdict(tmp_path):

@@ -22,7 +22,7 @@ from scratchformer.render import markdown
 from scratchformer.reporting import recipes
 from scratchformer.reporting.commands import dvc_json, run
 from scratchformer.reporting.experiments import NO_EXPERIMENTS, experiments, workspace_metrics
-from tools.docs import corpora, labels, levers, paired, results, speed
+from tools.docs import corpora, labels, levers, paired, results, speed, transfer
 from tools.docs.seeds import seed_groups, seed_table
 
 # Blocks that other commands write; `readme` leaves them as they are.
@@ -108,6 +108,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return speed.profile_block(src.root / speed.PROFILE)
     if name == "compile-cost":
         return speed.compile_cost_block(src.root / speed.COMPILE_COST)
+    if name == "transfer":
+        return transfer.transfer_block(src.root / transfer.RESULTS)
     if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever
         return paired.paired_block(src.root / paired.PAIRED / f"{name.removeprefix('lever-')}.json")
     if name.startswith("agreement-"):  # agreement-products-lazy-table-lever: benchmarks/agreement.py's count
