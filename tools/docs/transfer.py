@@ -30,7 +30,7 @@ def transfer_block(path: Path = RESULTS) -> str | None:
         rows.append([f"{lo}–{hi}", f"{band['n']:,}", *accuracies, interval])
     opening = (
         f"Measured by `benchmarks/transfer.py` at commit `{record['commit']}`: `{record['model']}` and the n-gram "
-        f"baselines fit on its train split, on the {record['rows']:,} reviews of `{record['corpus']}` "
+        f"baselines fit on the pipeline's train split, on the {record['rows']:,} reviews of `{record['corpus']}` "
         f"({record['in_train']} also in train, left out), by length in characters; the last column is the model's "
         "accuracy minus TF-IDF LR's on the same reviews, with its 95% paired bootstrap interval."
     )
