@@ -27,7 +27,7 @@ import torch
 from scratchformer.analysis.baseline import make_baseline
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.analysis.scoring import paired_bootstrap
-from scratchformer.config import load_params
+from scratchformer.config import DataConfig, load_params
 from scratchformer.data.ingest import load_corpus, read_split
 from scratchformer.data.tokenization import encode_flat, load_saved_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit
@@ -38,7 +38,7 @@ OUT = "benchmarks/results/transfer.json"
 READERS = {"TF-IDF LR": "logistic", "SVM": "svm", "NB-LR": "nblr"}  # the baseline stage's three, by classifier
 
 
-def other_corpus(source: str, train_texts: set[str], classes: list[str], data) -> tuple[pd.DataFrame, int]:
+def other_corpus(source: str, train_texts: set[str], classes: list[str], data: DataConfig) -> tuple[pd.DataFrame, int]:
     """Every row of ``source`` (text, label as an index into ``classes``) not in train; and how many were."""
     config = dataclasses.replace(data, source=source, split=(0.8, 0.1, 0.1), resplit=True, drop_empty=True)
     corpus = load_corpus(config)

@@ -7,12 +7,9 @@ import json
 from pathlib import Path
 
 from scratchformer.render import markdown
+from tools.docs.corpora import signed_interval
 
 RESULTS = Path("benchmarks/results/transfer.json")
-
-
-def signed(value: float) -> str:
-    return f"{value:+.4f}"
 
 
 def transfer_block(path: Path = RESULTS) -> str | None:
@@ -25,7 +22,7 @@ def transfer_block(path: Path = RESULTS) -> str | None:
     for band in record["bands"]:
         lo, hi = band["chars"]
         versus = band["model_minus_tfidf"]
-        interval = f"{signed(versus['delta'])} [{signed(versus['ci95']['lo'])}, {signed(versus['ci95']['hi'])}]"
+        interval = signed_interval(versus["delta"], versus["ci95"]["lo"], versus["ci95"]["hi"])
         accuracies = [f"{band['accuracy'][r]:.4f}" for r in readers]
         rows.append([f"{lo}–{hi}", f"{band['n']:,}", *accuracies, interval])
     opening = (
