@@ -18,7 +18,7 @@ import torch
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.config import load_params
 from scratchformer.data.short_reviews import read_short_reviews
-from scratchformer.data.tokenization import encode_flat, load_saved_tokenizer
+from scratchformer.data.tokenization import load_saved_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.model.checkpoint import class_names, load_checkpoint
 
@@ -34,9 +34,11 @@ def main() -> None:
     model, info = load_checkpoint(args.model)
     reviews = read_short_reviews(path, class_names(info, model.config.num_classes))
     # Encoded and batched as the evaluate stage scores them.
-    flat = encode_flat(load_saved_tokenizer(args.tokenizer), reviews["text"].tolist(), params.tokenizer.max_len)
-    labels = torch.tensor(reviews["label"].to_numpy())  # (N,)
-    split = TokenizedSplit(flat.tokens, flat.offsets, labels)
+    tokenizer = load_saved_tokenizer(args.tokenizer)
+    split = TokenizedSplit.encoded(
+        tokenizer, reviews["text"].tolist(), reviews["label"].to_numpy(), params.tokenizer.max_len
+    )
+    labels = split.labels  # (N,)
 
     def right(logits: torch.Tensor) -> int:
         return int((logits.argmax(dim=1) == labels).sum())

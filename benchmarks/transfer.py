@@ -22,14 +22,13 @@ import subprocess
 
 import numpy as np
 import pandas as pd
-import torch
 
 from scratchformer.analysis.baseline import make_baseline
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.analysis.scoring import paired_bootstrap
 from scratchformer.config import DataConfig, load_params
 from scratchformer.data.ingest import load_corpus, read_split
-from scratchformer.data.tokenization import encode_flat, load_saved_tokenizer
+from scratchformer.data.tokenization import load_saved_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import class_names, load_checkpoint
@@ -50,8 +49,7 @@ def other_corpus(source: str, train_texts: set[str], classes: list[str], data: D
 
 def model_answers(texts: list[str], labels: np.ndarray, model, tokenizer_dir: str, max_len: int) -> np.ndarray:
     """The committed model's class for each text, encoded and batched as the evaluate stage does."""
-    flat = encode_flat(load_saved_tokenizer(tokenizer_dir), texts, max_len)
-    split = TokenizedSplit(flat.tokens, flat.offsets, torch.tensor(labels))
+    split = TokenizedSplit.encoded(load_saved_tokenizer(tokenizer_dir), texts, labels, max_len)
     return predict_logits(model, split, 512).argmax(dim=1).numpy()
 
 

@@ -28,7 +28,7 @@ from scratchformer.config import Params
 from scratchformer.data.ingest import read_column
 from scratchformer.data.short_reviews import read_short_reviews
 from scratchformer.data.splits import in_train
-from scratchformer.data.tokenization import encode_flat, load_saved_tokenizer
+from scratchformer.data.tokenization import load_saved_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit, read_class_names, read_tokenized
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
@@ -155,9 +155,8 @@ def _score_short(
     device: torch.device,
 ) -> dict:
     """Accuracy (with its interval), F1 and n on the short reviews; each blend part's own beside them."""
-    flat = encode_flat(load_saved_tokenizer(tokenizer_dir), short["text"].tolist(), max_len)
     labels = short["label"].to_numpy()
-    split = TokenizedSplit(flat.tokens, flat.offsets, torch.tensor(labels))
+    split = TokenizedSplit.encoded(load_saved_tokenizer(tokenizer_dir), short["text"].tolist(), labels, max_len)
     num_classes = model.config.num_classes
 
     def score(module: torch.nn.Module) -> dict:

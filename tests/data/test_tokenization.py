@@ -141,3 +141,13 @@ def test_chnsenticorp_ids_equal_the_tokenizers_own_truncation():
         reference = tokenizer(rows, truncation=True, max_length=max_len)["input_ids"]
         assert np.array_equal(flat.offsets, np.concatenate([[0], np.cumsum([len(x) for x in reference])]))
         assert np.array_equal(flat.tokens, np.fromiter((t for x in reference for t in x), dtype=np.uint16))
+
+
+def test_an_encoded_split_holds_each_text_as_encode_flat_tokenizes_it_in_order_with_its_label(tokenizer):
+    texts = [text for _, text in sentences(5, seed=3)]
+    split = TokenizedSplit.encoded(tokenizer, texts, np.array([1, 0, 1, 1, 0]), max_len=8)
+    flat = encode_flat(tokenizer, texts, 8)
+    assert [split.sequence(i).tolist() for i in range(5)] == [
+        flat.tokens[a:b].tolist() for a, b in zip(flat.offsets[:-1], flat.offsets[1:], strict=True)
+    ]
+    assert split.labels.tolist() == [1, 0, 1, 1, 0] and split.labels.dtype == torch.long

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from scratchformer.data.tokenization import FlatIds
+from scratchformer.data.tokenization import FlatIds, encode_flat
 from scratchformer.files import atomic_dir
 
 
@@ -47,6 +47,12 @@ class TokenizedSplit:
         dtype = np.uint16 if all(0 <= t <= np.iinfo(np.uint16).max for t in flat) else np.int32
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         return cls(np.array(flat, dtype=dtype), offsets, torch.as_tensor(labels, dtype=torch.long))
+
+    @classmethod
+    def encoded(cls, tokenizer, texts: list[str], labels, max_len: int) -> TokenizedSplit:
+        """``texts`` tokenized as the tokenize stage tokenizes a split (:func:`encode_flat`), with their ``labels``."""
+        flat = encode_flat(tokenizer, texts, max_len)
+        return cls(flat.tokens, flat.offsets, torch.as_tensor(labels, dtype=torch.long))
 
     def batch(self, index, pad_id: int) -> Tensor:
         """Rows ``index`` (B,) as one (B, max length) tensor right-padded with ``pad_id``."""
