@@ -137,7 +137,7 @@ def test_an_ensemble_with_an_nb_member_round_trips(trained, tmp_path):
     save_checkpoint(tmp_path / "ensemble.pt", Ensemble([single, other], nb), **info)
     out = export(tmp_path / "ensemble.pt", tokenizer, tmp_path / "scratchformer", tmp_path)
     config = json.loads((out / "config.json").read_text())
-    assert config["members"] == 2 and config["nb"] == {"max_n": 2, "buckets": 64}
+    assert config["members"] == 2 and config["nb"] == {"max_n": 2, "buckets": 64, "scaling": "nb"}
     loaded = Predictor.from_pretrained(out)
     assert isinstance(loaded.model, Ensemble) and len(loaded.model.members) == 2 and loaded.model.nb is not None
     reference = Predictor(tmp_path / "ensemble.pt", tokenizer)

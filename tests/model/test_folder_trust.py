@@ -145,6 +145,7 @@ INSANE = [
     ("model.ngram_buckets", 10**12, "outside"),
     ("nb", {"max_n": 2, "buckets": 10**12}, "nb.buckets"),
     ("nb", {"max_n": 200, "buckets": 64}, "nb.max_n"),
+    ("nb", {"max_n": 2, "buckets": 64, "scaling": "svm"}, "nb.scaling"),
     ("class_names", ["negative", "negative"], "class_names"),
     ("class_names", ["negative", 1], "class_names"),
 ]
@@ -166,6 +167,7 @@ WEIGHTS_DISAGREE = [
     ("vocab_size", 4_000_000, "embed.weight"),  # within bounds: 512 MB that the weights do not hold
     ("model.ff_dim", 60000, "ffn"),
     ("nb", {"max_n": 2, "buckets": 64}, "member"),
+    ("nb", {"max_n": 2, "buckets": 64, "scaling": "tfidf"}, "member"),
 ]
 
 

@@ -21,7 +21,7 @@ def test_the_ratio_is_the_log_count_ratio_of_presence_by_class():
     # Token 3 is in both positive texts (twice in one: counted once), token 4 in the negative one.
     ids = torch.tensor([[3, 3, 5], [3, 0, 0], [4, 5, 0]])
     labels = torch.tensor([1, 1, 0])
-    nb.fit_ratio([(ids, labels)])
+    nb.fit_scaling([(ids, labels)])
     # Class 1 counts p over features; the rest (class 0) q; both +1, normalised by their sums.
     p = {3: 1 + 2, 4: 1 + 0, 5: 1 + 1}
     q = {3: 1 + 0, 4: 1 + 1, 5: 1 + 1}
@@ -33,6 +33,40 @@ def test_the_ratio_is_the_log_count_ratio_of_presence_by_class():
         assert abs(nb.ratio[token + 1, 1].item() - expected) < 1e-6, token
         assert abs(nb.ratio[token + 1, 0].item() + expected) < 1e-6, token  # two classes: r_0 = -r_1
     assert nb.ratio[0].abs().sum() == 0  # "no feature" says nothing
+
+
+def test_tfidf_features_are_the_tfidf_baselines_and_ignore_what_train_never_held():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    train = torch.tensor([[3, 3, 3, 5, 6], [3, 4, 0, 0, 0], [4, 5, 5, 0, 0], [6, 6, 7, 0, 0]])
+    labels = torch.tensor([1, 1, 0, 0])
+    nb = NBLogistic(max_n=1, buckets=8, vocab_size=10, num_classes=2, pad_id=PAD, scaling="tfidf")
+    nb.fit_scaling([(train, labels)])
+    words = lambda ids: [" ".join(f"t{t}" for t in row if t != PAD) for row in ids.tolist()]  # noqa: E731
+    tfidf = TfidfVectorizer(analyzer="word", token_pattern=r"\S+", sublinear_tf=True).fit(words(train))
+    # Token 9 is in no train text: scikit-learn has no column for it, and here it has no idf.
+    new = torch.tensor([[3, 3, 5, 9, 9, 9], [7, 9, 0, 0, 0, 0]])
+    for ids in (train, new):
+        expected = tfidf.transform(words(ids)).toarray()
+        feats, values = nb.features(ids)
+        for i, row in enumerate(ids.tolist()):
+            got = {f"t{f - 1}": v for f, v in zip(feats[i].tolist(), values[i].tolist(), strict=True) if f}
+            for token in {f"t{t}" for t in row if t != PAD}:
+                column = tfidf.vocabulary_.get(token)
+                want = 0.0 if column is None else expected[i, column]
+                assert abs(got[token] - want) < 1e-6, (i, token, got[token], want)
+
+
+def test_a_tfidf_member_survives_the_checkpoint_as_tfidf(tmp_path):
+    from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
+
+    nb = NBLogistic(max_n=2, buckets=64, vocab_size=VOCAB, num_classes=2, pad_id=PAD, scaling="tfidf")
+    nb.fit([(sentences(), torch.tensor([0, 1, 1]))], c=10.0)
+    ensemble = Ensemble([make()], nb).eval()
+    save_checkpoint(tmp_path / "m.pt", ensemble)
+    loaded, _ = load_checkpoint(tmp_path / "m.pt")
+    assert loaded.nb.scaling == "tfidf" and torch.equal(loaded.nb.idf, nb.idf)
+    assert torch.equal(loaded(sentences()), ensemble(sentences()))
 
 
 def random_member(max_n, seed):
@@ -50,7 +84,7 @@ def test_a_repeated_ngram_counts_once_and_padding_changes_nothing():
     nb = random_member(3, seed=0)
     once, twice = torch.tensor([[7, 8, 9]]), torch.tensor([[7, 8, 9, 7, 8, 9]])
     # 789789 holds 7, 8, 9, 78, 89, 789 (each once, as in 789) and adds 97, 978, 897.
-    assert set(nb.features(once).unique().tolist()) < set(nb.features(twice).unique().tolist())
+    assert set(nb.features(once)[0].unique().tolist()) < set(nb.features(twice)[0].unique().tolist())
     padded = torch.tensor([[5, 6, 7, 8, PAD, PAD, PAD]])
     assert torch.equal(nb(padded), nb(padded[:, :4]))
 

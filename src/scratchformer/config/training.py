@@ -163,6 +163,7 @@ class NBConfig:
     ngrams: int = 0  # > 0: an NB-weighted logistic regression over token 1..ngrams-grams is fit
     c: float = 1.0  # its inverse L2 strength, as scikit-learn's C
     buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
+    scaling: Literal["nb", "tfidf"] = "nb"  # nb: presence × log-count ratio (NBSVM) | tfidf: the TF-IDF LR baseline's
     role: Literal["member", "teacher"] = "member"  # teacher: it only teaches (distill), the model is the rest
     distill: float = 0.0  # weight of its probabilities on each step's (noised) batch in the target
     distill_folds: int = 1  # k > 1: k teachers, each fit without one k-th of train; a text is taught out of fold

@@ -72,7 +72,7 @@ def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
         "vocab_size": members[0].embed.num_embeddings,
         "pad_id": model.pad_id,
         "members": len(members),
-        "nb": None if nb is None else {"max_n": nb.max_n, "buckets": nb.buckets},
+        "nb": None if nb is None else nb.description(),
         "state_dict": model.state_dict(),
         **info,
     }
@@ -96,7 +96,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
     nb = state.pop("nb", None)
     if nb is not None:
-        nb = NBLogistic(nb["max_n"], nb["buckets"], vocab_size, config.num_classes, pad_id)
+        nb = NBLogistic.described(nb, vocab_size, config.num_classes, pad_id)
     model = members[0] if k == 1 and nb is None else Ensemble(members, nb)
     model.load_state_dict(state.pop("state_dict"))
     return model.to(device).eval(), state

@@ -64,7 +64,7 @@ def folder_config(model: Classifier, info: dict) -> dict:
         "vocab_size": members[0].embed.num_embeddings,
         "pad_id": model.pad_id,
         "members": len(members),
-        "nb": None if nb is None else {"max_n": nb.max_n, "buckets": nb.buckets},
+        "nb": None if nb is None else nb.description(),
         "class_names": names,
         # Texts longer than this were cut when the model was trained and evaluated; predict cuts them the same.
         "tokenizer_max_len": info.get("tokenizer_max_len", model.config.max_len),
@@ -118,7 +118,7 @@ def build(config: dict, model_config: ModelConfig) -> Classifier:
     vocab_size, pad_id, k, nb = config["vocab_size"], config["pad_id"], config["members"], config["nb"]
     members = [TransformerClassifier(model_config, vocab_size, pad_id) for _ in range(k)]
     if nb is not None:
-        nb = NBLogistic(nb["max_n"], nb["buckets"], vocab_size, model_config.num_classes, pad_id)
+        nb = NBLogistic.described(nb, vocab_size, model_config.num_classes, pad_id)
     return members[0] if k == 1 and nb is None else Ensemble(members, nb)
 
 

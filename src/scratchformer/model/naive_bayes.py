@@ -30,59 +30,112 @@ Batches = list[tuple[Tensor, Tensor]]  # (input_ids (B, T), labels (B,)), the tr
 
 
 class NBLogistic(nn.Module):
-    """input_ids (B, T) -> logits (B, K) from the set of 1..max_n-grams in each text."""
+    """input_ids (B, T) -> logits (B, K) from the 1..max_n-grams in each text, scaled as ``scaling`` says.
 
-    def __init__(self, max_n: int, buckets: int, vocab_size: int, num_classes: int, pad_id: int) -> None:
+    ``scaling`` nb: each n-gram's presence, weighted by its log-count ratio (NBSVM, above).
+    tfidf: each n-gram's sublinear term frequency 1 + log(count) times its inverse document
+    frequency log((1 + N) / (1 + df)) + 1 over the N train texts, the text's vector scaled to
+    length 1: the features of the TF-IDF LR baseline (scikit-learn's ``TfidfVectorizer``
+    with ``sublinear_tf``), over token n-grams.
+    """
+
+    def __init__(
+        self, max_n: int, buckets: int, vocab_size: int, num_classes: int, pad_id: int, scaling: str = "nb"
+    ) -> None:
         super().__init__()
         self.max_n, self.buckets, self.vocab_size, self.pad_id = max_n, buckets, vocab_size, pad_id
+        self.scaling = scaling
         features = 1 + vocab_size + buckets  # row 0: "no feature here" (PAD, n-grams touching PAD, repeats)
-        self.register_buffer("ratio", torch.zeros(features, num_classes))  # r, fixed once fit
+        if scaling == "nb":
+            self.register_buffer("ratio", torch.zeros(features, num_classes))  # r, fixed once fit
+        elif scaling == "tfidf":
+            self.register_buffer("idf", torch.zeros(features))  # fixed once fit; 0 for row 0
+        else:
+            raise ValueError(f"scaling must be nb or tfidf, got {scaling!r}")
         self.weight = nn.Parameter(torch.zeros(features, num_classes))
         self.bias = nn.Parameter(torch.zeros(num_classes))
 
-    def features(self, input_ids: Tensor) -> Tensor:
-        """(B, T) -> (B, max_n * T) feature ids, each distinct feature of a text once, the rest 0."""
+    def description(self) -> dict:
+        """What a checkpoint or a model folder records to rebuild it: :meth:`described` reads it back."""
+        return {"max_n": self.max_n, "buckets": self.buckets, "scaling": self.scaling}
+
+    @classmethod
+    def described(cls, description: dict, vocab_size: int, num_classes: int, pad_id: int) -> NBLogistic:
+        """The untrained member a :meth:`description` names (one written before ``scaling`` existed: nb)."""
+        scaling = description.get("scaling", "nb")
+        return cls(description["max_n"], description["buckets"], vocab_size, num_classes, pad_id, scaling)
+
+    def distinct(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, T) -> (B, max_n * T) feature ids, each distinct feature of a text once (the rest 0), and its count."""
         unigrams = (input_ids + 1).masked_fill(input_ids == self.pad_id, 0)
         longer = [
             torch.where(ids > 0, ids + self.vocab_size, 0)
             for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id)
         ]
         ids, _ = torch.cat([unigrams, *longer], dim=1).sort(dim=1)
-        repeat = torch.zeros_like(ids, dtype=torch.bool)
-        repeat[:, 1:] = ids[:, 1:] == ids[:, :-1]
-        return ids.masked_fill(repeat, 0)  # presence, not counts: binarised as in NBSVM
+        first = torch.ones_like(ids, dtype=torch.bool)
+        first[:, 1:] = ids[:, 1:] != ids[:, :-1]
+        run = first.long().cumsum(dim=1) - 1  # (B, L): which run of equal ids each position is in
+        counts = torch.zeros_like(ids).scatter_add_(1, run, torch.ones_like(ids)).gather(1, run)
+        return ids.masked_fill(~first, 0), counts
 
-    def scores(self, feats: Tensor) -> Tensor:
-        """Feature ids (B, L) from :meth:`features` -> logits (B, K)."""
-        table = self.ratio * self.weight  # (F, K); row 0 is zero because its ratio is
-        return table[feats].sum(dim=1) + self.bias
+    def scaled(self, ids: Tensor, counts: Tensor) -> tuple[Tensor, Tensor]:
+        """Feature ids and counts from :meth:`distinct` -> the ids and each one's value (B, L)."""
+        if self.scaling == "nb":
+            return ids, (ids > 0).to(self.weight.dtype)  # presence, not counts: binarised as in NBSVM
+        value = (1 + counts.to(self.weight.dtype).log()) * self.idf[ids]  # row 0's idf is 0
+        return ids, value / value.norm(dim=1, keepdim=True).clamp(min=torch.finfo(value.dtype).tiny)
+
+    def features(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, T) -> the ids (B, L) of the features a text holds and their values (B, L)."""
+        return self.scaled(*self.distinct(input_ids))
+
+    def scores(self, feats: tuple[Tensor, Tensor]) -> Tensor:
+        """Feature ids and values (B, L) from :meth:`features` -> logits (B, K)."""
+        ids, values = feats
+        table = self.weight if self.scaling == "tfidf" else self.ratio * self.weight  # row 0 of r is zero
+        return (table[ids] * values[..., None]).sum(dim=1) + self.bias
 
     def forward(self, input_ids: Tensor) -> Tensor:
         return self.scores(self.features(input_ids))
 
     @torch.no_grad()
-    def fit_ratio(self, train: Batches) -> tuple[Tensor, Tensor]:
-        """Set r from the presence counts of each feature per class; return (features, labels) of every text."""
+    def fit_scaling(self, train: Batches) -> tuple[tuple[Tensor, Tensor], Tensor]:
+        """Set r (nb) or the idf (tfidf) from the train texts; return the features and labels of every text."""
+        rows = [self.distinct(ids) for ids, _ in train]
+        width = max(ids.size(1) for ids, _ in rows)
+        ids = torch.cat([nn.functional.pad(i, (0, width - i.size(1))) for i, _ in rows])
+        counts = torch.cat([nn.functional.pad(c, (0, width - c.size(1)), value=1) for _, c in rows])
+        labels = torch.cat([y for _, y in train])
+        if self.scaling == "nb":
+            self.ratio.copy_(self.log_count_ratio(ids, labels))
+        else:
+            df = torch.bincount(ids.flatten(), minlength=self.idf.numel()).to(self.idf.dtype)
+            # An n-gram no train text holds has no idf, as it has no column in a vocabulary built
+            # from train: left in, a new corpus's unknown n-grams would shrink each text's known ones.
+            self.idf.copy_(torch.where(df > 0, torch.log((1 + ids.size(0)) / (1 + df)) + 1, 0))
+            self.idf[0] = 0  # row 0, "no feature here", is not a feature
+        return self.scaled(ids, counts), labels
+
+    def log_count_ratio(self, ids: Tensor, labels: Tensor) -> Tensor:
+        """r (F, K) from the distinct feature ids (N, L) of the train texts and their labels (N,)."""
         num_classes = self.ratio.size(1)
         counts = torch.zeros_like(self.ratio)  # (F, K): texts of class k that contain feature f
-        rows = []
-        for ids, labels in train:
-            feats = self.features(ids)
-            rows.append(feats)
-            onehot = nn.functional.one_hot(labels, num_classes).to(counts.dtype)  # (B, K)
-            counts.index_add_(0, feats.flatten(), onehot.repeat_interleave(feats.size(1), dim=0))
+        onehot = nn.functional.one_hot(labels, num_classes).to(counts.dtype)  # (N, K)
+        counts.index_add_(0, ids.flatten(), onehot.repeat_interleave(ids.size(1), dim=0))
         # Row 0, "no feature here", is not a feature: its ratio stays 0, so it stays silent
         # however many times a text holds it.
         counts = counts[1:]
         p = 1 + counts
         q = 1 + (counts.sum(dim=1, keepdim=True) - counts)  # the same feature in every other class
-        self.ratio[1:] = torch.log((p / p.sum(dim=0)) / (q / q.sum(dim=0)))
-        width = max(r.size(1) for r in rows)
-        return torch.cat([nn.functional.pad(r, (0, width - r.size(1))) for r in rows]), torch.cat([y for _, y in train])
+        ratio = torch.zeros_like(self.ratio)
+        ratio[1:] = torch.log((p / p.sum(dim=0)) / (q / q.sum(dim=0)))
+        return ratio
 
     def fit(self, train: Batches, c: float, max_iter: int = 100) -> float:
-        """Fit r, then the weights: mean cross-entropy + ||w||² / (2 c N), by full-batch L-BFGS; the train accuracy."""
-        feats, labels = self.fit_ratio(train)
+        """Fit the scaling, then the weights: mean cross-entropy + ||w||² / (2 c N), by full-batch L-BFGS;
+        the train accuracy."""
+        feats, labels = self.fit_scaling(train)
         penalty = 1.0 / (2 * c * labels.size(0))
         optimizer = torch.optim.LBFGS([self.weight, self.bias], max_iter=max_iter, line_search_fn="strong_wolfe")
 

@@ -20,6 +20,7 @@ from scratchformer.config.checks import looks_like_path
 from scratchformer.render.markdown import code, plain
 
 FOLDER = "models/classifier"  # where the pipeline writes the folder; the card names no other path
+NB_KINDS = {"nb": "Naive-Bayes-weighted", "tfidf": "TF-IDF-weighted"}  # the n-gram member's nb.scaling, in words
 
 
 def _value(value: Any) -> str:
@@ -134,8 +135,9 @@ def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
     lines = []
     if config["nb"] is not None:
         line = (
-            "- Half of every answer is the n-gram member's (a Naive-Bayes-weighted logistic regression over "
-            f"token 1..{config['nb']['max_n']}-grams): it reads which character n-grams occur, not their order"
+            f"- Half of every answer is the n-gram member's (a {NB_KINDS[config['nb'].get('scaling', 'nb')]} "
+            f"logistic regression over token 1..{config['nb']['max_n']}-grams): it reads which character n-grams "
+            "occur, not their order"
         )
         parts = evaluation.get("validation", {})
         if "nb" in parts and "transformers" in parts:

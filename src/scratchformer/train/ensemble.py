@@ -254,7 +254,7 @@ def fit_nb(
     pad_id = tokenizer.pad_token_id
 
     def new() -> NBLogistic:
-        return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id)
+        return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id, config.scaling)
 
     train = list(batches(train_split, 256, pad_id))
     if config.distill_folds == 1:
