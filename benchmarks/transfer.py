@@ -8,9 +8,10 @@ with TF-IDF LR, SVM and NB-LR fit on the train split of the pipeline
 (``data/raw/train.parquet``) as the baseline stage fits them, in bands of text length (in
 characters), and compares the model with TF-IDF LR on the same reviews (paired bootstrap).
 The corpus is read as ``data.source`` would read it, every row (blank ones dropped); a text
-that is also in train is left out and counted. Writes ``benchmarks/results/transfer.json``.
+that is also in train is left out and counted. Writes ``benchmarks/results/transfer.json``
+(``transfer-NAME.json`` with ``--name``: a record kept beside the last one).
 
-    python benchmarks/transfer.py [--corpus online-shopping] [--bands 16 60]
+    python benchmarks/transfer.py [--corpus online-shopping] [--bands 16 60] [--name NAME]
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def main() -> None:
     parser.add_argument("--bands", type=int, nargs="+", default=[16, 60], help="upper ends of the length bands")
     parser.add_argument("--model", default="models/model.pt")
     parser.add_argument("--tokenizer", default="data/tokenizer")
+    parser.add_argument("--name", default=None, help="write transfer-NAME.json, kept beside transfer.json")
     args = parser.parse_args()
+    out = OUT if args.name is None else OUT.replace("transfer.json", f"transfer-{args.name}.json")
     params = load_params("params.yaml")
     model, info = load_checkpoint(args.model)
     classes = class_names(info, model.config.num_classes)
@@ -93,8 +96,8 @@ def main() -> None:
     bands = band_scores(frame["text"].str.len().to_numpy(), right, args.bands, params.seed)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     record = {"commit": commit, "corpus": args.corpus, "model": args.model, "rows": len(frame), "in_train": in_train}
-    write_json(OUT, {**record, "bands": bands})
-    print(f"{len(frame)} reviews of {args.corpus} ({in_train} also in train, left out); wrote {OUT}")
+    write_json(out, {**record, "bands": bands})
+    print(f"{len(frame)} reviews of {args.corpus} ({in_train} also in train, left out); wrote {out}")
 
 
 if __name__ == "__main__":

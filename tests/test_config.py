@@ -17,6 +17,7 @@ def test_defaults_are_the_default_run_and_the_reference_recipe_the_first_configu
     t = params.train
     assert (t.epochs, t.batch_size, t.lr, t.weight_decay, t.grad_clip) == (4, 32, 2e-3, 0.02, 1.0)
     assert params.seed == 42
+    assert (params.nb.ngrams, params.nb.scaling, params.nb.c, params.nb.role) == (3, "tfidf", 10.0, "member")
     assert params.probe.query_token == "差"
     nested: dict = {}
     for key, value in yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text()).items():
@@ -24,7 +25,7 @@ def test_defaults_are_the_default_run_and_the_reference_recipe_the_first_configu
         nested.setdefault(section, {})[name] = value
     first = from_dict(nested)  # the configuration that scored 0.8317 / 0.8408
     assert (first.tokenizer.max_len, first.model.max_len, first.model.ngram_max) == (64, 64, 1)
-    assert (first.model.wide_ngrams, first.train.spans) == (0, 0.0)
+    assert (first.model.wide_ngrams, first.train.spans, first.nb.ngrams) == (0, 0.0, 0)
 
 
 def test_params_yaml_holds_the_defaults_that_code_falls_back_on(tmp_path):
@@ -227,7 +228,7 @@ def test_a_training_stage_resume_key_digests_exactly_the_params_it_declares():
 @pytest.mark.parametrize(
     ("nb", "message"),
     [
-        ({"distill": 0.5}, r"nb\.distill=0\.5 needs a teacher: set nb\.ngrams > 0"),
+        ({"ngrams": 0, "distill": 0.5}, r"nb\.distill=0\.5 needs a teacher: set nb\.ngrams > 0"),
         ({"ngrams": 3, "role": "teacher"}, r"nb\.role='teacher' teacher needs nb\.distill > 0"),
         ({"ngrams": 3, "distill": 1.5}, r"nb\.distill=1\.5 must be in \[0, 1\]"),
         ({"ngrams": 3, "distill": 0.5, "distill_folds": 5}, r"nb\.distill_folds=5 needs nb\.role teacher"),

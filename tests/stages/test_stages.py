@@ -357,6 +357,7 @@ def test_teachers_train_first_and_teach_the_one_network_that_is_saved(tmp_path, 
             "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
             "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32},
             "train": {"epochs": 1, "batch_size": 16, "ensemble": 1, "teachers": 2, "distill": 0.7},
+            "nb": {"ngrams": 0},  # the networks alone: the saved model is the student
             "probe": {"text": "房间很差。", "query_token": "差"},
         }
     )

@@ -55,7 +55,7 @@ def test_every_generated_block_has_a_generator():
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
-            assert name in known or name.startswith(("recipe-", "lever-", "agreement-")), (
+            assert name in known or name.startswith(("recipe-", "lever-", "agreement-", "transfer-")), (
                 f"{page.name}: no generator for {name}"
             )
 
@@ -67,12 +67,18 @@ def test_every_generated_block_has_a_generator():
         ("profile", speed.profile_block, speed.PROFILE, "python benchmarks/profile_epoch.py"),
         ("compile-cost", speed.compile_cost_block, speed.COMPILE_COST, "python benchmarks/compile_cost.py"),
         ("transfer", transfer.transfer_block, transfer.RESULTS, "python benchmarks/transfer.py"),
+        (
+            "transfer-two-networks",
+            transfer.transfer_block,
+            transfer.RESULTS.with_name("transfer-two-networks.json"),
+            "python benchmarks/transfer.py --name two-networks",
+        ),
     ],
 )
 def test_the_docs_quote_what_the_benchmarks_last_measured(name, make, results, command):
     made = make(ROOT / results)
     assert made is not None, f"{results} is missing: run {command}"
-    page = "results.md" if name == "transfer" else "speed.md"
+    page = "results.md" if name.startswith("transfer") else "speed.md"
     shown = markdown.block((ROOT / "docs" / page).read_text(encoding="utf-8"), name)
     assert shown is not None and shown.rstrip() == made, f"run python -m tools.docs.report readme --file docs/{page}"
 

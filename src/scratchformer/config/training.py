@@ -160,10 +160,10 @@ class NBConfig:
     then mix in its probabilities, and the saved model is the Transformers alone.
     """
 
-    ngrams: int = 0  # > 0: an NB-weighted logistic regression over token 1..ngrams-grams is fit
-    c: float = 1.0  # its inverse L2 strength, as scikit-learn's C
+    ngrams: int = 3  # > 0: a logistic regression over token 1..ngrams-grams is fit (0 = none)
+    c: float = 10.0  # its inverse L2 strength, as scikit-learn's C (10: the TF-IDF LR baseline's)
     buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
-    scaling: Literal["nb", "tfidf"] = "nb"  # nb: presence × log-count ratio (NBSVM) | tfidf: the TF-IDF LR baseline's
+    scaling: Literal["nb", "tfidf"] = "tfidf"  # nb: presence × NB log-count ratio (NBSVM) | tfidf: TF-IDF LR's
     role: Literal["member", "teacher"] = "member"  # teacher: it only teaches (distill), the model is the rest
     distill: float = 0.0  # weight of its probabilities on each step's (noised) batch in the target
     distill_folds: int = 1  # k > 1: k teachers, each fit without one k-th of train; a text is taught out of fold
