@@ -122,3 +122,35 @@ def test_n_gram_and_wide_branches_are_attributed_to_their_tokens():
     assert wide_only.relevance.sum(dim=1).tolist() == pytest.approx(
         margins(model, ids, wide_only.toward).tolist(), abs=1e-4
     )
+
+
+def test_an_n_gram_members_terms_are_attributed_to_their_tokens():
+    """A member's n-grams are relevant where they end, with their sign; a network that says nothing adds nothing."""
+    from scratchformer.config import ModelConfig
+    from scratchformer.model.classifier import Ensemble, TransformerClassifier
+    from scratchformer.model.naive_bayes import NBLogistic
+
+    torch.manual_seed(0)
+    network = TransformerClassifier(ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, num_classes=2), 50)
+    with torch.no_grad():  # the network's logits: its head's bias, on every text
+        network.head.weight.zero_()
+    nb = NBLogistic(max_n=2, buckets=64, vocab_size=50, num_classes=2, pad_id=0, scaling="tfidf")
+    with torch.no_grad():
+        nb.idf.fill_(1.0)
+        nb.idf[0] = 0
+        nb.weight[1 + 7] = torch.tensor([-2.0, 2.0])  # token 7 pushes toward class 1
+        nb.weight[1 + 9] = torch.tensor([1.5, -1.5])  # token 9 toward class 0
+    model = Ensemble([network], nb).eval()
+    ids = torch.tensor([[3, 7, 4, 9, 5, 0]])
+    shares = []
+    nb.per_token.register_forward_hook(lambda _m, _i, out: shares.append(out))
+    with torch.no_grad():
+        logits = nb(ids)
+    assert torch.allclose(shares[0].sum(dim=1) + nb.bias, logits)  # the shares add up to the logits
+    assert shares[0][0, [0, 2, 4, 5]].abs().sum() == 0  # no weight on 3, 4, 5 or their bigrams; PAD says nothing
+    explained = explain(model, ids, toward=torch.tensor([1]), steps=64)
+    relevance = explained.relevance[0]
+    assert relevance[1] > 0.05 and relevance[3] < -0.05  # 7 toward class 1, 9 away from it
+    assert relevance[[0, 2, 4, 5]].abs().max() < 1e-6
+    moved = margins(model, ids, explained.toward) - margins(model, ids, explained.toward, torch.zeros(1, 6))
+    assert relevance.sum().item() == pytest.approx(moved.item(), abs=0.01)  # all of the margin the member moved

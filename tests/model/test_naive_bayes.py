@@ -48,7 +48,7 @@ def test_tfidf_features_are_the_tfidf_baselines_and_ignore_what_train_never_held
     new = torch.tensor([[3, 3, 5, 9, 9, 9], [7, 9, 0, 0, 0, 0]])
     for ids in (train, new):
         expected = tfidf.transform(words(ids)).toarray()
-        feats, values = nb.features(ids)
+        feats, values, _, _ = nb.features(ids)
         for i, row in enumerate(ids.tolist()):
             got = {f"t{f - 1}": v for f, v in zip(feats[i].tolist(), values[i].tolist(), strict=True) if f}
             for token in {f"t{t}" for t in row if t != PAD}:

@@ -21,9 +21,11 @@ summed over the embedding dimension (∂f/∂g_t = Σ_c e_tc ∂f/∂e_tc). Henc
 - completeness: Σ_t relevance_t = f(input) − f(baseline), up to the quadrature
   error of ``steps`` points; only the model's margin on a blank text is left over.
 
-An ensemble's n-gram Naive-Bayes member reads the presence of token ids, not
-vectors: it is held fixed (its vote is in the baseline, on no token). ``predict``
-and the error report both use this one definition.
+An ensemble's n-gram member (:mod:`scratchformer.model.naive_bayes`) reads token ids,
+not vectors, but its logits are a sum of one term per n-gram, each put on the token
+where that n-gram first ends: the gate scales those per-token shares, so the blank
+text's member says only its bias, and its n-grams are attributed to their tokens as
+the wide branch's are. ``predict`` and the error report both use this one definition.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from scratchformer.model.classifier import Classifier, TransformerClassifier, eval_mode
+from scratchformer.model.naive_bayes import NBLogistic
 
 STEPS = 32  # points of the integral; the sum of the attributions is within ~1% of f(input) − f(baseline)
 
@@ -63,6 +66,8 @@ def _gated_modules(model: nn.Module) -> list[nn.Module]:
                 found.append(member.ngrams)  # (B, T, C): the n-grams ending at each token
             if member.wide is not None:
                 found += [member.wide.unigrams, member.wide.table]  # (B, T, K) each call
+        elif isinstance(member, NBLogistic):
+            found.append(member.per_token)  # (B, T, K): each token's share of the member's logits
     return found
 
 

@@ -21,12 +21,23 @@ gives it the same weight as all Transformer members together.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import Tensor, nn
 
 from scratchformer.model.ngrams import ngram_ids_upto
 
 Batches = list[tuple[Tensor, Tensor]]  # (input_ids (B, T), labels (B,)), the train split in order
+
+
+class Features(NamedTuple):
+    """The distinct features of each text (B, L): their ids (0: none), values, and the token each first ends at."""
+
+    ids: Tensor
+    values: Tensor
+    tokens: Tensor
+    width: int  # T: the tokens a text has room for
 
 
 class NBLogistic(nn.Module):
@@ -54,6 +65,9 @@ class NBLogistic(nn.Module):
             raise ValueError(f"scaling must be nb or tfidf, got {scaling!r}")
         self.weight = nn.Parameter(torch.zeros(features, num_classes))
         self.bias = nn.Parameter(torch.zeros(num_classes))
+        # Each token's share of the logits (B, T, K): an n-gram's term sits on the token where it
+        # first ends. A no-op here; it is where relevance (analysis/relevance.py) gates each token.
+        self.per_token = nn.Identity()
 
     def description(self) -> dict:
         """What a checkpoint or a model folder records to rebuild it: :meth:`described` reads it back."""
@@ -65,47 +79,53 @@ class NBLogistic(nn.Module):
         scaling = description.get("scaling", "nb")
         return cls(description["max_n"], description["buckets"], vocab_size, num_classes, pad_id, scaling)
 
-    def distinct(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
-        """(B, T) -> (B, max_n * T) feature ids, each distinct feature of a text once (the rest 0), and its count."""
+    def distinct(self, input_ids: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(B, T) -> (B, max_n * T) feature ids, each distinct feature of a text once (the rest 0), its count,
+        and the token it first ends at."""
         unigrams = (input_ids + 1).masked_fill(input_ids == self.pad_id, 0)
         longer = [
             torch.where(ids > 0, ids + self.vocab_size, 0)
             for ids in ngram_ids_upto(input_ids, self.max_n, self.buckets, self.pad_id)
         ]
-        ids, _ = torch.cat([unigrams, *longer], dim=1).sort(dim=1)
+        ids, order = torch.cat([unigrams, *longer], dim=1).sort(dim=1, stable=True)  # equal ids: earliest first
         first = torch.ones_like(ids, dtype=torch.bool)
         first[:, 1:] = ids[:, 1:] != ids[:, :-1]
         run = first.long().cumsum(dim=1) - 1  # (B, L): which run of equal ids each position is in
         counts = torch.zeros_like(ids).scatter_add_(1, run, torch.ones_like(ids)).gather(1, run)
-        return ids.masked_fill(~first, 0), counts
+        return ids.masked_fill(~first, 0), counts, order % input_ids.size(1)
 
-    def scaled(self, ids: Tensor, counts: Tensor) -> tuple[Tensor, Tensor]:
-        """Feature ids and counts from :meth:`distinct` -> the ids and each one's value (B, L)."""
+    def scaled(self, ids: Tensor, counts: Tensor, tokens: Tensor, width: int) -> Features:
+        """What :meth:`distinct` found in texts of ``width`` tokens -> their :class:`Features`."""
         if self.scaling == "nb":
-            return ids, (ids > 0).to(self.weight.dtype)  # presence, not counts: binarised as in NBSVM
+            return Features(ids, (ids > 0).to(self.weight.dtype), tokens, width)  # presence, as in NBSVM
         value = (1 + counts.to(self.weight.dtype).log()) * self.idf[ids]  # row 0's idf is 0
-        return ids, value / value.norm(dim=1, keepdim=True).clamp(min=torch.finfo(value.dtype).tiny)
+        value = value / value.norm(dim=1, keepdim=True).clamp(min=torch.finfo(value.dtype).tiny)
+        return Features(ids, value, tokens, width)
 
-    def features(self, input_ids: Tensor) -> tuple[Tensor, Tensor]:
-        """(B, T) -> the ids (B, L) of the features a text holds and their values (B, L)."""
-        return self.scaled(*self.distinct(input_ids))
+    def features(self, input_ids: Tensor) -> Features:
+        """(B, T) -> the features a text holds: ids, values and tokens (B, L), and T."""
+        return self.scaled(*self.distinct(input_ids), input_ids.size(1))
 
-    def scores(self, feats: tuple[Tensor, Tensor]) -> Tensor:
-        """Feature ids and values (B, L) from :meth:`features` -> logits (B, K)."""
-        ids, values = feats
+    def scores(self, feats: Features) -> Tensor:
+        """Features from :meth:`features` -> logits (B, K), the sum of each token's share."""
         table = self.weight if self.scaling == "tfidf" else self.ratio * self.weight  # row 0 of r is zero
-        return (table[ids] * values[..., None]).sum(dim=1) + self.bias
+        terms = table[feats.ids] * feats.values[..., None]  # (B, L, K)
+        shares = terms.new_zeros(terms.size(0), feats.width, terms.size(2))
+        shares.scatter_add_(1, feats.tokens[..., None].expand_as(terms), terms)  # (B, T, K)
+        return self.per_token(shares).sum(dim=1) + self.bias
 
     def forward(self, input_ids: Tensor) -> Tensor:
         return self.scores(self.features(input_ids))
 
     @torch.no_grad()
-    def fit_scaling(self, train: Batches) -> tuple[tuple[Tensor, Tensor], Tensor]:
+    def fit_scaling(self, train: Batches) -> tuple[Features, Tensor]:
         """Set r (nb) or the idf (tfidf) from the train texts; return the features and labels of every text."""
         rows = [self.distinct(ids) for ids, _ in train]
-        width = max(ids.size(1) for ids, _ in rows)
-        ids = torch.cat([nn.functional.pad(i, (0, width - i.size(1))) for i, _ in rows])
-        counts = torch.cat([nn.functional.pad(c, (0, width - c.size(1)), value=1) for _, c in rows])
+        width = max(ids.size(1) for ids, _, _ in rows)
+        ids, counts, tokens = (
+            torch.cat([nn.functional.pad(row[j], (0, width - row[j].size(1)), value=int(j == 1)) for row in rows])
+            for j in range(3)
+        )  # padded with no feature, a count of 1 and token 0
         labels = torch.cat([y for _, y in train])
         if self.scaling == "nb":
             self.ratio.copy_(self.log_count_ratio(ids, labels))
@@ -115,7 +135,7 @@ class NBLogistic(nn.Module):
             # from train: left in, a new corpus's unknown n-grams would shrink each text's known ones.
             self.idf.copy_(torch.where(df > 0, torch.log((1 + ids.size(0)) / (1 + df)) + 1, 0))
             self.idf[0] = 0  # row 0, "no feature here", is not a feature
-        return self.scaled(ids, counts), labels
+        return self.scaled(ids, counts, tokens, max(ids.size(1) for ids, _ in train)), labels
 
     def log_count_ratio(self, ids: Tensor, labels: Tensor) -> Tensor:
         """r (F, K) from the distinct feature ids (N, L) of the train texts and their labels (N,)."""
