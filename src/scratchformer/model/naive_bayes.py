@@ -1,6 +1,6 @@
-"""A Naive-Bayes-weighted logistic regression over token n-grams, as one member of the ensemble.
+"""A logistic regression over token n-grams, as one member of the ensemble: NB- or TF-IDF-weighted.
 
-The strongest classical reference for sentiment is not TF-IDF but "NBSVM" (Wang
+One classical reference for sentiment is "NBSVM" (Wang
 & Manning, 2012): a linear classifier over the *presence* of each n-gram,
 every feature scaled by its log-count ratio
 
@@ -9,7 +9,12 @@ every feature scaled by its log-count ratio
 so that an n-gram seen mostly in positive reviews starts out as positive
 evidence and the L2 penalty shrinks the weights towards Naive Bayes rather
 than towards zero. With K > 2 classes there is one ratio per class (that class
-against the rest) and one column of weights per class.
+against the rest) and one column of weights per class. The other is TF-IDF: each
+n-gram's sublinear count 1 + log(count) times its inverse document frequency
+log((1 + N) / (1 + df)) + 1 over the N train texts, each text's vector scaled to
+length 1, as scikit-learn's ``TfidfVectorizer(sublinear_tf=True)`` gives the TF-IDF
+LR baseline; on reviews of another kind it carries further (docs/results.md, short
+reviews). ``scaling`` picks one.
 
 It reads the same token ids as the Transformer (bert-base-chinese splits Chinese
 into characters, so token n-grams are character n-grams), hashes the 2..max_n-grams
@@ -21,7 +26,7 @@ gives it the same weight as all Transformer members together.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -41,17 +46,20 @@ class Features(NamedTuple):
 
 
 class NBLogistic(nn.Module):
-    """input_ids (B, T) -> logits (B, K) from the 1..max_n-grams in each text, scaled as ``scaling`` says.
+    """input_ids (B, T) -> logits (B, K) from the 1..max_n-grams in each text.
 
-    ``scaling`` nb: each n-gram's presence, weighted by its log-count ratio (NBSVM, above).
-    tfidf: each n-gram's sublinear term frequency 1 + log(count) times its inverse document
-    frequency log((1 + N) / (1 + df)) + 1 over the N train texts, the text's vector scaled to
-    length 1: the features of the TF-IDF LR baseline (scikit-learn's ``TfidfVectorizer``
-    with ``sublinear_tf``), over token n-grams.
+    ``scaling`` nb: each n-gram's presence, weighted by its log-count ratio (NBSVM);
+    tfidf: its TF-IDF value (both above).
     """
 
     def __init__(
-        self, max_n: int, buckets: int, vocab_size: int, num_classes: int, pad_id: int, scaling: str = "nb"
+        self,
+        max_n: int,
+        buckets: int,
+        vocab_size: int,
+        num_classes: int,
+        pad_id: int,
+        scaling: Literal["nb", "tfidf"] = "nb",
     ) -> None:
         super().__init__()
         self.max_n, self.buckets, self.vocab_size, self.pad_id = max_n, buckets, vocab_size, pad_id
@@ -120,12 +128,13 @@ class NBLogistic(nn.Module):
     @torch.no_grad()
     def fit_scaling(self, train: Batches) -> tuple[Features, Tensor]:
         """Set r (nb) or the idf (tfidf) from the train texts; return the features and labels of every text."""
-        rows = [self.distinct(ids) for ids, _ in train]
-        width = max(ids.size(1) for ids, _, _ in rows)
-        ids, counts, tokens = (
-            torch.cat([nn.functional.pad(row[j], (0, width - row[j].size(1)), value=int(j == 1)) for row in rows])
-            for j in range(3)
-        )  # padded with no feature, a count of 1 and token 0
+        rows = [self.distinct(ids) for ids, _ in train]  # (ids, counts, tokens) of each batch
+        columns = max(row[0].size(1) for row in rows)
+
+        def stacked(part: int, fill: int) -> Tensor:
+            return torch.cat([nn.functional.pad(r[part], (0, columns - r[part].size(1)), value=fill) for r in rows])
+
+        ids, counts, tokens = stacked(0, 0), stacked(1, 1), stacked(2, 0)  # no feature, a count of 1, token 0
         labels = torch.cat([y for _, y in train])
         if self.scaling == "nb":
             self.ratio.copy_(self.log_count_ratio(ids, labels))
@@ -135,7 +144,8 @@ class NBLogistic(nn.Module):
             # from train: left in, a new corpus's unknown n-grams would shrink each text's known ones.
             self.idf.copy_(torch.where(df > 0, torch.log((1 + ids.size(0)) / (1 + df)) + 1, 0))
             self.idf[0] = 0  # row 0, "no feature here", is not a feature
-        return self.scaled(ids, counts, tokens, max(ids.size(1) for ids, _ in train)), labels
+        width = max(batch.size(1) for batch, _ in train)  # T: the longest batch's tokens
+        return self.scaled(ids, counts, tokens, width), labels
 
     def log_count_ratio(self, ids: Tensor, labels: Tensor) -> Tensor:
         """r (F, K) from the distinct feature ids (N, L) of the train texts and their labels (N,)."""
