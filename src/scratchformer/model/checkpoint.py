@@ -96,7 +96,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
     nb = state.pop("nb", None)
     if nb is not None:
-        nb = NBLogistic.described(nb, vocab_size, config.num_classes, pad_id)
+        nb = NBLogistic.from_description(nb, vocab_size, config.num_classes, pad_id)
     model = members[0] if k == 1 and nb is None else Ensemble(members, nb)
     model.load_state_dict(state.pop("state_dict"))
     return model.to(device).eval(), state

@@ -118,7 +118,7 @@ def build(config: dict, model_config: ModelConfig) -> Classifier:
     vocab_size, pad_id, k, nb = config["vocab_size"], config["pad_id"], config["members"], config["nb"]
     members = [TransformerClassifier(model_config, vocab_size, pad_id) for _ in range(k)]
     if nb is not None:
-        nb = NBLogistic.described(nb, vocab_size, model_config.num_classes, pad_id)
+        nb = NBLogistic.from_description(nb, vocab_size, model_config.num_classes, pad_id)
     return members[0] if k == 1 and nb is None else Ensemble(members, nb)
 
 

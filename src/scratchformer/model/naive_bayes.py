@@ -78,11 +78,11 @@ class NBLogistic(nn.Module):
         self.per_token = nn.Identity()
 
     def description(self) -> dict:
-        """What a checkpoint or a model folder records to rebuild it: :meth:`described` reads it back."""
+        """What a checkpoint or a model folder records to rebuild it: :meth:`from_description` reads it back."""
         return {"max_n": self.max_n, "buckets": self.buckets, "scaling": self.scaling}
 
     @classmethod
-    def described(cls, description: dict, vocab_size: int, num_classes: int, pad_id: int) -> NBLogistic:
+    def from_description(cls, description: dict, vocab_size: int, num_classes: int, pad_id: int) -> NBLogistic:
         """The untrained member a :meth:`description` names (one written before ``scaling`` existed: nb)."""
         scaling = description.get("scaling", "nb")
         return cls(description["max_n"], description["buckets"], vocab_size, num_classes, pad_id, scaling)
