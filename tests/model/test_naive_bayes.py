@@ -3,6 +3,7 @@ and the out-of-fold teacher: folds read from the text, and no text answered by a
 
 import math
 
+import pytest
 import torch
 from test_classifier import VOCAB, make, sentences
 
@@ -161,3 +162,18 @@ def test_an_out_of_fold_teacher_answers_no_text_from_memory():
         assert isinstance(nb, OutOfFold) == (k > 1)
     assert accuracy[1] > 0.95  # in sample: the labels, memorised
     assert 0.35 < accuracy[4] < 0.65  # out of fold: chance, as on any text it never saw
+
+
+@pytest.mark.parametrize("scaling", ["nb", "tfidf"])
+def test_two_fits_give_the_same_weights_bit_for_bit(scaling):
+    """The fit is full-batch and seedless, so a rerun must give the same member: the gradient's sums over texts
+    that share a feature must come in a fixed order (an indexing gradient on CPU adds them in a racy one)."""
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, 60, (3000, 48), generator=g)
+    labels = (ids[:, :4] < 30).sum(dim=1).ge(2).long()
+    weights = []
+    for _ in range(3):
+        nb = NBLogistic(max_n=2, buckets=32, vocab_size=64, num_classes=2, pad_id=PAD, scaling=scaling)
+        nb.fit([(ids[i : i + 500], labels[i : i + 500]) for i in range(0, 3000, 500)], c=10.0, max_iter=30)
+        weights.append(nb.weight.detach().clone())
+    assert all(torch.equal(weights[0], w) for w in weights[1:])

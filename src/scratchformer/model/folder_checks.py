@@ -26,10 +26,10 @@ import torch
 
 from scratchformer.config import ConfigError, ModelConfig, section
 from scratchformer.model.checkpoint import CorruptFileError
+from scratchformer.model.naive_bayes import SCALINGS
 
 MODEL_TYPE = "scratchformer"  # config.json's model_type: this project's, so no other library mistakes it for its own
 ARCHITECTURES = ("TransformerClassifier", "Ensemble")
-NB_SCALINGS = ("nb", "tfidf")  # how an n-gram member scales its features (scratchformer.model.naive_bayes)
 
 # Upper bounds of config.json's sizes: far above this project's models (d_model 64..512, a few layers,
 # 30k tokens, 65k buckets, 1..5 members), far below what would fill a machine before the weights are checked.
@@ -85,8 +85,8 @@ def check_config(config: dict, path: Path) -> ModelConfig:
             raise FolderError(f"{path}: key 'nb' must be null or {{max_n, buckets, scaling}}, got {nb!r}")
         _integer(path, "nb.max_n", nb["max_n"])
         _integer(path, "nb.buckets", nb["buckets"])
-        if nb.get("scaling", "nb") not in NB_SCALINGS:
-            kinds = ", ".join(NB_SCALINGS)
+        if nb.get("scaling", "nb") not in SCALINGS:
+            kinds = ", ".join(SCALINGS)
             raise FolderError(f"{path}: key 'nb.scaling' must be one of {kinds}, got {nb['scaling']!r}")
     length = _integer(path, "tokenizer_max_len", config["tokenizer_max_len"])
     if length > model.max_len:

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from scratchformer.model.ngrams import ngram_ids_upto
 
 Batches = list[tuple[Tensor, Tensor]]  # (input_ids (B, T), labels (B,)), the train split in order
+SCALINGS = ("nb", "tfidf")  # the weightings a member may have (nb.scaling); a received folder is checked against it
 
 
 class Features(NamedTuple):
@@ -70,7 +71,7 @@ class NBLogistic(nn.Module):
         elif scaling == "tfidf":
             self.register_buffer("idf", torch.zeros(features))  # fixed once fit; 0 for row 0
         else:
-            raise ValueError(f"scaling must be nb or tfidf, got {scaling!r}")
+            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
         self.weight = nn.Parameter(torch.zeros(features, num_classes))
         self.bias = nn.Parameter(torch.zeros(num_classes))
         # Each token's share of the logits (B, T, K): an n-gram's term sits on the token where it
@@ -117,7 +118,9 @@ class NBLogistic(nn.Module):
     def scores(self, feats: Features) -> Tensor:
         """Features from :meth:`features` -> logits (B, K), the sum of each token's share."""
         table = self.weight if self.scaling == "tfidf" else self.ratio * self.weight  # row 0 of r is zero
-        terms = table[feats.ids] * feats.values[..., None]  # (B, L, K)
+        # A lookup, not table[ids]: on CPU the backward of indexing adds the gradients of a row
+        # that many texts share in an order that varies from run to run, the lookup's in a fixed one.
+        terms = nn.functional.embedding(feats.ids, table) * feats.values[..., None]  # (B, L, K)
         shares = terms.new_zeros(terms.size(0), feats.width, terms.size(2))
         shares.scatter_add_(1, feats.tokens[..., None].expand_as(terms), terms)  # (B, T, K)
         return self.per_token(shares).sum(dim=1) + self.bias
