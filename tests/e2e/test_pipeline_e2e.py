@@ -74,6 +74,7 @@ def make_project(repo: Path, n_layers: int = 2, **train) -> dict:
     params["train"].update(
         {"epochs": 1, "batch_size": 16, "spans": 0.0, "ensemble": 1, "sparse_ngrams": False, **train}
     )
+    params["nb"]["ngrams"] = 0  # no n-gram member either: a change to training moves the model's answers
     params["probe"].update(text="服务很差，房间太脏。", query_token="差")
     params["acceptance"]["validation_accuracy"] = 0.5
     write_params(repo, params)
