@@ -177,3 +177,11 @@ def test_two_fits_give_the_same_weights_bit_for_bit(scaling):
         nb.fit([(ids[i : i + 500], labels[i : i + 500]) for i in range(0, 3000, 500)], c=10.0, max_iter=30)
         weights.append(nb.weight.detach().clone())
     assert all(torch.equal(weights[0], w) for w in weights[1:])
+
+
+def test_the_weightings_a_folder_may_name_are_those_the_config_takes():
+    import typing
+
+    from scratchformer.model.naive_bayes import SCALINGS
+
+    assert typing.get_args(typing.get_type_hints(NBConfig)["scaling"]) == SCALINGS
