@@ -158,10 +158,18 @@ def test_an_out_of_fold_teacher_answers_no_text_from_memory():
     accuracy = {}
     for k in (1, 4):
         teach = NBConfig(ngrams=3, buckets=4096, role="teacher", distill=0.5, distill_folds=k)
-        nb, accuracy[k], _ = fit_nb(teach, 2, Vocabulary(), train_split=train, val_split=train)
-        assert isinstance(nb, OutOfFold) == (k > 1)
+        fitted = fit_nb(teach, 2, Vocabulary(), train_split=train, val_split=train)
+        accuracy[k] = fitted.train_accuracy
+        assert isinstance(fitted.model, OutOfFold) == (k > 1) and fitted.out_of_fold is None
     assert accuracy[1] > 0.95  # in sample: the labels, memorised
     assert 0.35 < accuracy[4] < 0.65  # out of fold: chance, as on any text it never saw
+    # A base is the model fit on all of train (it memorised the labels); its k models answer train out of fold.
+    base = NBConfig(ngrams=3, buckets=4096, role="base", distill_folds=4)
+    fitted = fit_nb(base, 2, Vocabulary(), train_split=train, val_split=train)
+    assert isinstance(fitted.model, NBLogistic) and fitted.val_accuracy > 0.95
+    assert isinstance(fitted.out_of_fold, OutOfFold) and len(fitted.out_of_fold.models) == 4
+    assert 0.35 < fitted.train_accuracy < 0.65
+    assert fitted.base().train is fitted.out_of_fold and fitted.base().full is fitted.model
 
 
 @pytest.mark.parametrize("scaling", ["nb", "tfidf"])

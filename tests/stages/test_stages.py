@@ -328,6 +328,64 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     assert not any(isinstance(m, torch.nn.Module) and "NB" in type(m).__name__ for m in saved.modules())
 
 
+@pytest.mark.parametrize("folds", [1, 3])
+def test_a_base_answers_train_out_of_fold_and_is_added_to_every_saved_member(tmp_path, monkeypatch, folds):
+    """nb.role base: the n-gram model is fit first; each member learns on top of its logits, and the saved
+    model adds the one fit on all of train to each member's logits (mean_k softmax(z_k + z_nb))."""
+    import torch
+
+    from scratchformer.analysis.evaluation import predict_logits
+    from scratchformer.data.tokenized_split import batches, read_tokenized
+    from scratchformer.model.checkpoint import load_checkpoint
+    from scratchformer.model.classifier import Ensemble
+    from scratchformer.model.naive_bayes import NBLogistic, OutOfFold
+    from scratchformer.train import ensemble
+    from stages import download, tokenize, train
+
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
+    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
+    model = {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32}
+    params = from_dict(
+        {
+            "data": {"source": "corpus"},
+            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
+            "model": model,
+            "train": {"epochs": 1, "batch_size": 16, "ensemble": 2},
+            "nb": {"ngrams": 2, "role": "base", "distill_folds": folds},
+            "probe": {"text": "房间很差。", "query_token": "差"},
+        }
+    )
+    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
+    tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
+    save_no_pretraining(tmp_path / "pretrained.pt")
+    bases = []
+    member = ensemble.train_member
+
+    def spied(k, **kwargs):
+        bases.append(kwargs["base"])
+        assert kwargs["teacher"] is None
+        return member(k, **kwargs)
+
+    monkeypatch.setattr(ensemble, "train_member", spied)
+    out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
+    inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
+    train.run(params, *inputs, *out.values())
+    assert len(bases) == 2 and bases[0] is bases[1] is not None  # one base, fit once, under every member
+    assert isinstance(bases[0].full, NBLogistic)
+    assert isinstance(bases[0].train, OutOfFold if folds > 1 else NBLogistic)
+    assert folds > 1 or bases[0].train is bases[0].full
+    saved, _ = load_checkpoint(out["model.pt"])
+    assert isinstance(saved, Ensemble) and saved.nb_role == "base" and len(saved.members) == 2
+    torch.testing.assert_close(saved.nb.weight, bases[0].full.weight)  # the base fit on all of train is kept
+    val = read_tokenized(tmp_path / "tokenized" / "validation")
+    ids = next(iter(batches(val, 8, saved.pad_id)))[0]
+    with torch.no_grad():
+        base = saved.nb(ids)
+        expected = torch.stack([(m(ids) + base).softmax(1) for m in saved.members]).mean(0).log()
+    torch.testing.assert_close(predict_logits(saved, val, 64)[:8], expected)
+
+
 def test_pretraining_refuses_fingerprints_of_other_corpora_than_params_lists(tmp_path):
     params = from_dict({"pretrain": {"corpora": []}})
     listed = tmp_path / "pretrain.json"

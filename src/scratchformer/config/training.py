@@ -157,16 +157,18 @@ class NBConfig:
 
     Fit on the train split before the Transformers, it joins their ensemble (``role``
     member), or only teaches them (teacher, with ``distill`` > 0): every member's targets
-    then mix in its probabilities, and the saved model is the Transformers alone.
+    then mix in its probabilities, and the saved model is the Transformers alone. As the
+    base (``role`` base) its logits are added to each network's, in training and after:
+    the networks learn what it leaves (stacking; with ``distill_folds`` > 1 out of fold).
     """
 
     ngrams: int = 3  # > 0: a logistic regression over token 1..ngrams-grams is fit (0 = none)
     c: float = 10.0  # its inverse L2 strength, as scikit-learn's C (10: the TF-IDF LR baseline's)
     buckets: int = 1 << 20  # rows its 2..n-grams are hashed into
     scaling: Literal["nb", "tfidf"] = "tfidf"  # nb: presence × NB log-count ratio (NBSVM) | tfidf: TF-IDF LR's
-    role: Literal["member", "teacher"] = "member"  # teacher: it only teaches (distill), the model is the rest
+    role: Literal["member", "teacher", "base"] = "member"  # teacher: it only teaches | base: networks add to it
     distill: float = 0.0  # weight of its probabilities on each step's (noised) batch in the target
-    distill_folds: int = 1  # k > 1: k teachers, each fit without one k-th of train; a text is taught out of fold
+    distill_folds: int = 1  # k > 1: k models, each fit without one k-th of train; each text answered out of fold
 
     def __post_init__(self) -> None:
         require(self.ngrams >= 0, "nb.ngrams", self.ngrams, "must be >= 0 (0 = no NB model)")
@@ -180,15 +182,21 @@ class NBConfig:
             "needs a teacher: set nb.ngrams > 0 (the NB model's n-gram order)",
         )
         require(
-            self.role == "member" or self.distill > 0,
+            self.role != "teacher" or self.distill > 0,
             "nb.role",
             self.role,
             "teacher needs nb.distill > 0: a teacher that teaches nothing would be fit for nothing",
         )
+        require(
+            self.role != "base" or self.distill == 0,
+            "nb.role",
+            self.role,
+            "base takes nb.distill 0: the networks already learn on top of its logits",
+        )
         require(self.distill_folds >= 1, "nb.distill_folds", self.distill_folds, "must be >= 1 (1 = one teacher)")
         require(
-            self.distill_folds == 1 or self.role == "teacher",
+            self.distill_folds == 1 or self.role != "member",
             "nb.distill_folds",
             self.distill_folds,
-            "needs nb.role teacher: out-of-fold models teach, they do not join the ensemble",
+            "needs nb.role teacher or base: out-of-fold models teach or answer train, they do not join the vote",
         )

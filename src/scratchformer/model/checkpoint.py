@@ -14,8 +14,7 @@ import torch
 
 from scratchformer.config import ModelConfig, UserError, section
 from scratchformer.files import write_atomic
-from scratchformer.model.classifier import Classifier, Ensemble, TransformerClassifier
-from scratchformer.model.naive_bayes import NBLogistic
+from scratchformer.model.classifier import Classifier, Ensemble, TransformerClassifier, assemble, nb_record
 
 
 def save_torch(path: str | Path, obj: Any) -> None:
@@ -66,13 +65,12 @@ def load_torch(path: str | Path, fix: str) -> Any:
 def save_checkpoint(path: str | Path, model: Classifier, **info: Any) -> None:
     """Write weights + model config (+ ``info``: epoch, metrics, …) atomically."""
     members = list(model.members) if isinstance(model, Ensemble) else [model]
-    nb = model.nb if isinstance(model, Ensemble) else None
     state = {
         "model_config": dataclasses.asdict(model.config),
         "vocab_size": members[0].embed.num_embeddings,
         "pad_id": model.pad_id,
         "members": len(members),
-        "nb": None if nb is None else nb.description(),
+        "nb": nb_record(model),
         "state_dict": model.state_dict(),
         **info,
     }
@@ -94,10 +92,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> tup
     config = section(ModelConfig, state.pop("model_config"), "model")
     vocab_size, pad_id, k = state.pop("vocab_size"), state.pop("pad_id"), state.pop("members", 1)
     members = [TransformerClassifier(config, vocab_size, pad_id) for _ in range(k)]
-    nb = state.pop("nb", None)
-    if nb is not None:
-        nb = NBLogistic.from_description(nb, vocab_size, config.num_classes, pad_id)
-    model = members[0] if k == 1 and nb is None else Ensemble(members, nb)
+    model = assemble(members, state.pop("nb", None), vocab_size)
     model.load_state_dict(state.pop("state_dict"))
     return model.to(device).eval(), state
 

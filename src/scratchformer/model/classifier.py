@@ -150,6 +150,9 @@ class TransformerClassifier(Classifier):
         return self.ln_f(x), pad, kept
 
 
+NB_ROLES = ("member", "base")  # how an Ensemble's n-gram model joins it (a teacher is not part of the model)
+
+
 class Ensemble(Classifier):
     """K classifiers trained from different seeds; the prediction averages their probabilities.
 
@@ -162,24 +165,54 @@ class Ensemble(Classifier):
     Attention and pooling weights (``inspect``) are the first member's: heads of
     different members are not aligned, so an average of them would show nothing.
 
-    ``nb``, when given, is an n-gram member of another kind (:mod:`scratchformer.model.naive_bayes`);
-    it weighs as much as all Transformer members together: the prediction is
-    ½ mean_k p_k + ½ p_nb.
+    ``nb``, when given, is an n-gram model of another kind (:mod:`scratchformer.model.naive_bayes`).
+    As a member (``nb_role`` member) it weighs as much as all Transformer members together:
+    the prediction is ½ mean_k p_k + ½ p_nb. As the base (``nb_role`` base) its logits are
+    added to each member's, which learnt on top of them: the prediction is
+    mean_k softmax(z_k + z_nb).
     """
 
-    def __init__(self, members: list[TransformerClassifier], nb: NBLogistic | None = None) -> None:
+    def __init__(
+        self, members: list[TransformerClassifier], nb: NBLogistic | None = None, nb_role: str = "member"
+    ) -> None:
         super().__init__()
+        if nb_role not in NB_ROLES:
+            raise ValueError(f"nb_role must be one of {', '.join(NB_ROLES)}, got {nb_role!r}")
         self.members = nn.ModuleList(members)
-        self.nb = nb
+        self.nb, self.nb_role = nb, nb_role
         self.config = members[0].config
         self.pad_id = members[0].pad_id
 
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
         first = self.members[0].inspect(input_ids, layer)
         logits = [first.logits, *(member(input_ids) for member in self.members[1:])]
+        if self.nb is not None and self.nb_role == "base":
+            base = self.nb(input_ids).float()
+            logits = [x.float() + base for x in logits]
         log_probs = torch.stack([x.log_softmax(dim=-1) for x in logits])  # (K, B, num_classes)
         mean = torch.logsumexp(log_probs, dim=0) - math.log(len(logits))  # log of the mean probability
-        if self.nb is not None:
+        if self.nb is not None and self.nb_role == "member":
             nb = self.nb(input_ids).float().log_softmax(dim=-1)
             mean = torch.logaddexp(mean, nb) - math.log(2)  # log(½ p_transformers + ½ p_nb)
         return Inspection(mean, first.attention, first.pooling)
+
+
+def nb_record(model: Classifier) -> dict | None:
+    """What a checkpoint or model folder records of ``model``'s n-gram model (None: it has none).
+
+    Its description (:meth:`~scratchformer.model.naive_bayes.NBLogistic.description`), and its
+    role when it is the base; no role means a member, as in every file written before roles.
+    """
+    nb = model.nb if isinstance(model, Ensemble) else None
+    if nb is None:
+        return None
+    return nb.description() | ({"role": model.nb_role} if model.nb_role != "member" else {})
+
+
+def assemble(members: list[TransformerClassifier], nb: dict | None, vocab_size: int) -> Classifier:
+    """The untrained model a checkpoint or folder records: ``members`` and the n-gram model ``nb`` names."""
+    if nb is None:
+        return members[0] if len(members) == 1 else Ensemble(members)
+    first = members[0]
+    model = NBLogistic.from_description(nb, vocab_size, first.config.num_classes, first.pad_id)
+    return Ensemble(members, model, nb.get("role", "member"))

@@ -28,7 +28,7 @@ from scratchformer.config import ModelConfig
 from scratchformer.data.tokenization import refuse_code
 from scratchformer.files import atomic_dir
 from scratchformer.model.checkpoint import CorruptFileError, class_names, restore
-from scratchformer.model.classifier import Classifier, Ensemble, TransformerClassifier
+from scratchformer.model.classifier import Classifier, Ensemble, TransformerClassifier, assemble, nb_record
 from scratchformer.model.folder_checks import (
     MODEL_TYPE,
     check_config,
@@ -36,7 +36,6 @@ from scratchformer.model.folder_checks import (
     check_shapes,
     weight_shapes,
 )
-from scratchformer.model.naive_bayes import NBLogistic
 
 FORMAT = "scratchformer-classifier"
 FORMAT_VERSION = 1  # raise it when config.json or the tensors' names change meaning
@@ -50,7 +49,6 @@ REQUIRED = ("format_version", "model", "vocab_size", "pad_id", "members", "nb", 
 def folder_config(model: Classifier, info: dict) -> dict:
     """config.json of ``model``; ``info`` is the checkpoint's (class names, the tokenizer's max_len)."""
     members = list(model.members) if isinstance(model, Ensemble) else [model]
-    nb = model.nb if isinstance(model, Ensemble) else None
     names = class_names(info, model.config.num_classes)
     return {
         # The Hub's keys: what the model is and its labels, in the words other tools read.
@@ -64,7 +62,7 @@ def folder_config(model: Classifier, info: dict) -> dict:
         "vocab_size": members[0].embed.num_embeddings,
         "pad_id": model.pad_id,
         "members": len(members),
-        "nb": None if nb is None else nb.description(),
+        "nb": nb_record(model),
         "class_names": names,
         # Texts longer than this were cut when the model was trained and evaluated; predict cuts them the same.
         "tokenizer_max_len": info.get("tokenizer_max_len", model.config.max_len),
@@ -117,9 +115,7 @@ def build(config: dict, model_config: ModelConfig) -> Classifier:
     """The untrained network config.json describes (its sizes already checked by :func:`check_config`)."""
     vocab_size, pad_id, k, nb = config["vocab_size"], config["pad_id"], config["members"], config["nb"]
     members = [TransformerClassifier(model_config, vocab_size, pad_id) for _ in range(k)]
-    if nb is not None:
-        nb = NBLogistic.from_description(nb, vocab_size, model_config.num_classes, pad_id)
-    return members[0] if k == 1 and nb is None else Ensemble(members, nb)
+    return assemble(members, nb, vocab_size)
 
 
 def load_folder(folder: str | Path, device: str | torch.device = "cpu") -> tuple[Classifier, dict[str, Any]]:

@@ -26,6 +26,7 @@ import torch
 
 from scratchformer.config import ConfigError, ModelConfig, section
 from scratchformer.model.checkpoint import CorruptFileError
+from scratchformer.model.classifier import NB_ROLES
 from scratchformer.model.naive_bayes import SCALINGS
 
 MODEL_TYPE = "scratchformer"  # config.json's model_type: this project's, so no other library mistakes it for its own
@@ -81,13 +82,15 @@ def check_config(config: dict, path: Path) -> ModelConfig:
         raise FolderError(f"{path}: key 'pad_id' must be an integer in 0..{vocab - 1} (vocab_size), got {pad!r}")
     nb = config["nb"]
     if nb is not None:
-        if not isinstance(nb, dict) or set(nb) - {"scaling"} != {"max_n", "buckets"}:
-            raise FolderError(f"{path}: key 'nb' must be null or {{max_n, buckets, scaling}}, got {nb!r}")
+        if not isinstance(nb, dict) or set(nb) - {"scaling", "role"} != {"max_n", "buckets"}:
+            raise FolderError(f"{path}: key 'nb' must be null or {{max_n, buckets, scaling, role}}, got {nb!r}")
         _integer(path, "nb.max_n", nb["max_n"])
         _integer(path, "nb.buckets", nb["buckets"])
         if nb.get("scaling", "nb") not in SCALINGS:
             kinds = ", ".join(SCALINGS)
             raise FolderError(f"{path}: key 'nb.scaling' must be one of {kinds}, got {nb['scaling']!r}")
+        if nb.get("role", "member") not in NB_ROLES:
+            raise FolderError(f"{path}: key 'nb.role' must be one of {', '.join(NB_ROLES)}, got {nb['role']!r}")
     length = _integer(path, "tokenizer_max_len", config["tokenizer_max_len"])
     if length > model.max_len:
         raise FolderError(f"{path}: key 'tokenizer_max_len' is {length}, above model.max_len={model.max_len}")

@@ -8,6 +8,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -16,7 +17,7 @@ from torch import Tensor, nn
 from scratchformer.analysis.evaluation import accuracy, predict_logits, rounded, scores
 from scratchformer.config import TrainConfig
 from scratchformer.data.tokenized_split import TokenizedSplit, batches
-from scratchformer.model.classifier import TransformerClassifier
+from scratchformer.model.classifier import Ensemble, TransformerClassifier
 from scratchformer.train.diagnostics import attention_diagnostics
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.loop import NOTHING, Loop
@@ -99,6 +100,7 @@ def fit(
     teacher: nn.Module | None = None,
     distill: float = 0.0,
     clause_ends: Tensor | None = None,
+    base: Base | None = None,
 ) -> History:
     """Train ``model`` in place; return the history, with the weights of the selected epoch.
 
@@ -111,16 +113,17 @@ def fit(
     With ``config.ema_decay`` > 0 the moving average is what is validated and recorded; with a
     ``teacher`` and ``distill`` > 0 the targets mix in its probabilities (:class:`Classification`);
     with several processes (``world``) only rank 0 validates, selects and records;
-    ``train.span_length=clause`` crops at ``clause_ends`` (:func:`~scratchformer.train.augment.clause_end_ids`).
+    ``train.span_length=clause`` crops at ``clause_ends`` (:func:`~scratchformer.train.augment.clause_end_ids`);
+    with a ``base`` the network learns on top of its logits, and what is validated is the two added.
     """
-    objective = Classification.for_training(model, config, teacher, distill, clause_ends)
+    objective = Classification.for_training(model, config, teacher, distill, clause_ends, base and base.train)
     steps = math.ceil(len(train) / config.batch_size)
     loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")
     history = History()
     start = time.perf_counter()
     if resume is None:
         if world.main:
-            history.initial = _epoch_record(loop.evaluated, 0, math.nan, math.nan, validation, config, device)
+            history.initial = _epoch_record(loop.evaluated, 0, math.nan, math.nan, validation, config, device, base)
             recorder.epoch(history.initial, loop.evaluated)
     else:
         loop.restore(resume)
@@ -133,8 +136,9 @@ def fit(
         if not world.main:
             continue
         evaluated = loop.evaluated
+        train_accuracy = accuracy(*done["train_accuracy"])
         record = _epoch_record(
-            evaluated, loop.epoch, done["train_loss"], accuracy(*done["train_accuracy"]), validation, config, device
+            evaluated, loop.epoch, done["train_loss"], train_accuracy, validation, config, device, base
         )
         history.add(record, evaluated, config.select)
         log.info(epoch_line(record, config.epochs, time.perf_counter() - start, first))
@@ -177,9 +181,18 @@ class Steps(Recorder):
         self.recorder.step(record)
 
 
-def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device) -> dict:
-    """Scores on validation, and the attention of every head on its first 64 texts (a fixed sample)."""
-    val = scores(predict_logits(model, validation, config.batch_size * 4, device), validation.labels)
+class Base(NamedTuple):
+    """A fitted model the networks learn on top of (``nb.role`` base): what answers train texts, and the rest."""
+
+    train: nn.Module  # an OutOfFold (each train text answered by the model fit without it), or ``full``
+    full: nn.Module  # fit on all of train: validation, and the saved model
+
+
+def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device, base=None) -> dict:
+    """Scores on validation (of the network with its ``base``), and the attention of every head on its first
+    64 texts (a fixed sample)."""
+    scored = model if base is None else Ensemble([model], base.full, "base").train(model.training)
+    val = scores(predict_logits(scored, validation, config.batch_size * 4, device), validation.labels)
     sample, _ = next(iter(batches(validation, 64, model.pad_id)))
     return {
         "epoch": epoch,

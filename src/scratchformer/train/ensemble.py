@@ -22,7 +22,7 @@ from scratchformer.model.checkpoint import load_pretrained
 from scratchformer.model.classifier import Ensemble, TransformerClassifier
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
 from scratchformer.train.augment import clause_end_ids
-from scratchformer.train.classify import History, fit, grad_norm_summary, seed_everything
+from scratchformer.train.classify import Base, History, fit, grad_norm_summary, seed_everything
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.recording import Recording
 
@@ -46,11 +46,16 @@ class Member(NamedTuple):
 
 
 class NBFit(NamedTuple):
-    """The NB-weighted n-gram model, fit, with its accuracy on train (out of fold for k teachers) and validation."""
+    """The n-gram model, fit, with its accuracy on train (out of fold for k models) and validation."""
 
-    model: NBLogistic | OutOfFold
+    model: NBLogistic | OutOfFold  # what teaches, joins the vote, or is the base
     train_accuracy: float
     val_accuracy: float
+    out_of_fold: OutOfFold | None = None  # a base's k models, which answer the train texts
+
+    def base(self) -> Base:
+        """The networks' base (``nb.role`` base): out of fold on train when there are folds."""
+        return Base(self.out_of_fold or self.model, self.model)
 
 
 class Trained(NamedTuple):
@@ -98,6 +103,7 @@ def train_ensemble(
         seed=seed, model=model, train=train, tokenizer=tokenizer, device=device, world=world
     )  # every member's
     common |= dict(train_split=train_split, val_split=val_split, pretrained_path=pretrained_path, recording=recording)
+    common["base"] = fitted.base() if fitted and nb.role == "base" else None
     teachers, teacher, distill = teaching(train, nb, fitted, common)
     members = [
         train_member(
@@ -111,9 +117,10 @@ def train_ensemble(
     ]
     if not world.main:
         return None
-    nb_member = fitted.model if fitted and nb.role == "member" else None  # a teacher stays out of the model
+    nb_member = fitted.model if fitted and nb.role != "teacher" else None  # a teacher stays out of the model
     transformers = [m.model for m in members]
-    final = transformers[0] if len(members) == 1 and nb_member is None else Ensemble(transformers, nb_member)
+    role = "base" if nb.role == "base" else "member"
+    final = transformers[0] if len(members) == 1 and nb_member is None else Ensemble(transformers, nb_member, role)
     snapshots = members[0].snapshots
     record = snapshots_record(shown, probe, n_layers=model.n_layers, class_names=class_names, snapshots=snapshots)
     best_epochs = [m.history.best_epoch for m in members]
@@ -133,7 +140,7 @@ def teaching(
     batch as it sees it (weight ``train.distill``). Otherwise the NB model teaches when
     ``nb.distill`` > 0, or no one. ``common``: :func:`train_member`'s keyword arguments.
     """
-    teachers = [train_member(k, **common) for k in range(1, train.teachers + 1)]
+    teachers = [train_member(k, **common | {"base": None}) for k in range(1, train.teachers + 1)]
     if teachers:
         return teachers, Ensemble([t.model for t in teachers]), train.distill
     return [], (fitted.model if fitted and nb.distill else None), nb.distill
@@ -191,11 +198,13 @@ def train_member(
     world: World = ALONE,
     teacher: NBLogistic | OutOfFold | Ensemble | None = None,
     distill: float = 0.0,
+    base: Base | None = None,
 ) -> Member:
     """Member ``k`` of ``recording``, trained from seed ``seed + k``, at its best epoch.
 
     With a ``teacher`` (the NB model, or an ensemble of teachers) and ``distill`` > 0 its
-    targets mix in the teacher's probabilities (:class:`~scratchformer.train.objective.Classification`).
+    targets mix in the teacher's probabilities (:class:`~scratchformer.train.objective.Classification`);
+    with a ``base`` it learns on top of the base's logits.
 
     A member that finished before the run stopped is restored instead; one that
     had begun carries on from its last epoch. With a ``probe``, its snapshot at
@@ -224,6 +233,7 @@ def train_member(
         teacher=teacher,
         distill=distill,
         clause_ends=clause_end_ids(tokenizer.get_vocab()),
+        base=base,
     )
     if world.main:  # only rank 0 validates and selects
         classifier.load_state_dict(history.best_state)  # the evaluated weights (the EMA when on) of the best epoch
@@ -242,14 +252,14 @@ def fit_nb(
 ) -> NBFit:
     """The NB-weighted n-gram model (:mod:`scratchformer.model.naive_bayes`), fit on the train split.
 
-    It joins the ensemble (``nb.role`` member), or only teaches (teacher); either way it
-    is fit before the Transformers, deterministically (full-batch L-BFGS), so every
-    process of a multi-process run and every resumed run fits the same one.
+    It joins the ensemble (``nb.role`` member), only teaches (teacher), or is the base the
+    networks learn on (base); either way it is fit before the Transformers, deterministically
+    (full-batch L-BFGS), so every process of a multi-process run and every resumed run fits the same one.
 
-    With ``nb.distill_folds`` = k > 1 the teacher is k models, the j-th fit
-    on the train texts outside fold j (:class:`~scratchformer.model.naive_bayes.OutOfFold`);
-    its train accuracy is then out of fold, every text answered by the model
-    that never saw it.
+    With ``nb.distill_folds`` = k > 1 there are k models, the j-th fit on the train texts
+    outside fold j (:class:`~scratchformer.model.naive_bayes.OutOfFold`): they are the
+    teacher, or they answer a base's train texts while the base fit on all of train answers
+    the rest. The train accuracy is then out of fold, every text answered by the model that never saw it.
     """
     pad_id = tokenizer.pad_token_id
 
@@ -257,20 +267,23 @@ def fit_nb(
         return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id, config.scaling)
 
     train = list(batches(train_split, 256, pad_id))
-    if config.distill_folds == 1:
-        nb = new()
-        train_accuracy = nb.fit(train, config.c)
-    else:
-        k = config.distill_folds
+    k = config.distill_folds
+    full = None
+    if k == 1 or config.role != "teacher":
+        full = new()
+        train_accuracy = full.fit(train, config.c)
+    folded = None
+    if k > 1:
         folds = [text_folds(ids, k, pad_id) for ids, _ in train]
         models = [new() for _ in range(k)]
         for j, model in enumerate(models):
             model.fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.c)
-        nb = OutOfFold(models, pad_id)
+        folded = OutOfFold(models, pad_id)
         with torch.no_grad():
-            right = sum(int((nb(ids, f).argmax(1) == y).sum()) for (ids, y), f in zip(train, folds, strict=True))
+            right = sum(int((folded(ids, f).argmax(1) == y).sum()) for (ids, y), f in zip(train, folds, strict=True))
         train_accuracy = right / len(train_split)
+    nb = folded if config.role == "teacher" and k > 1 else full  # a base or member is the one fit on all of train
     logits = predict_logits(nb, val_split, 256)
     val_accuracy = scores(logits, val_split.labels)["accuracy"]
     log.info("NB %s: train accuracy %.4f, validation accuracy %.4f", config.role, train_accuracy, val_accuracy)
-    return NBFit(nb, train_accuracy, val_accuracy)
+    return NBFit(nb, train_accuracy, val_accuracy, folded if config.role == "base" else None)

@@ -41,6 +41,12 @@ class Classification(nn.Module):
     cross-entropy joins the loss: deep supervision of the branch (Lee et al., 2015), so
     that it reads a text by itself and does not only correct the network's residual.
 
+    With a ``base`` (a fitted model, frozen here: ``nb.role`` base) its logits on each row,
+    as the network sees it, are added to the network's before the loss: the network learns
+    what the base leaves (stacking). An :class:`~scratchformer.model.naive_bayes.OutOfFold`
+    base answers each train text with the model fit without it, as a teacher would: the
+    base's answers on its own train texts are nearly the labels and would leave nothing to learn.
+
     With ``gce`` = q > 0 the loss on the labels is the generalized cross-entropy
     (1 − p_y^q) / q (Zhang & Sabuncu, 2018) in place of −log p_y: its gradient is the
     cross-entropy's times p_y^q, so a row whose label the model finds unlikely (a span of
@@ -63,6 +69,7 @@ class Classification(nn.Module):
         rdrop: float = 0.0,
         wide_loss: float = 0.0,
         gce: float = 0.0,
+        base: nn.Module | None = None,
     ):
         super().__init__()
         self.model = model
@@ -79,6 +86,7 @@ class Classification(nn.Module):
             raise ValueError("train.span_length=clause needs the ids of the tokens that end a clause (clause_end_ids)")
         self.clause_ends = clause_ends if span_length == "clause" else None
         self.teacher = teacher.requires_grad_(False).eval() if teacher is not None and distill else None
+        self.base = base.requires_grad_(False).eval() if base is not None else None
 
     @classmethod
     def for_training(
@@ -88,6 +96,7 @@ class Classification(nn.Module):
         teacher: nn.Module | None = None,
         distill: float = 0.0,
         clause_ends: Tensor | None = None,
+        base: nn.Module | None = None,
     ) -> Classification:
         """The objective as ``config`` (the train section) sets its noise and label smoothing."""
         noise = {"token_dropout": config.token_dropout, "spans": config.spans, "span_length": config.span_length}
@@ -101,18 +110,21 @@ class Classification(nn.Module):
             clause_ends=clause_ends,
             wide_loss=config.wide_loss,
             gce=config.gce,
+            base=base,
         )
 
     def train(self, mode: bool = True) -> Classification:
-        """Switch the student's mode; a teacher stays in eval mode (no dropout in its answers)."""
+        """Switch the student's mode; a teacher and a base stay in eval mode (no dropout in their answers)."""
         super().train(mode)
-        if self.teacher is not None:
-            self.teacher.eval()
+        for fitted in (self.teacher, self.base):
+            if fitted is not None:
+                fitted.eval()
         return self
 
     def prepare(self, ids: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        if isinstance(self.teacher, OutOfFold):
-            labels = torch.stack([labels, self.teacher.folds(ids)], dim=1)
+        routed = [m for m in (self.teacher, self.base) if isinstance(m, OutOfFold)]
+        if routed:
+            labels = torch.stack([labels, routed[0].folds(ids)], dim=1)
         if self.spans:
             ids = crop_spans(ids, self.spans, self.model.pad_id, generator, self.longest_span, self.clause_ends)
         if self.token_dropout:
@@ -130,7 +142,7 @@ class Classification(nn.Module):
         if self.teacher is None:
             return labels
         with torch.no_grad():
-            taught = (self.teacher(ids) if folds is None else self.teacher(ids, folds)).float().softmax(dim=1)
+            taught = answer(self.teacher, ids, folds).float().softmax(dim=1)
         onehot = F.one_hot(labels, num_classes).to(taught.dtype)
         return (1 - self.distill) * onehot + self.distill * taught
 
@@ -139,6 +151,10 @@ class Classification(nn.Module):
         twice = self.rdrop > 0 and self.training  # R-Drop: both copies in one pass, each row under its own masks
         logits = self.model(torch.cat([ids, ids]) if twice else ids).float()  # (2B or B, K); the loss in fp32
         logits, twin = logits.chunk(2) if twice else (logits, None)  # (B, K) each
+        if self.base is not None:
+            with torch.no_grad():
+                base = answer(self.base, ids, folds).float()
+            logits, twin = logits + base, None if twin is None else twin + base
         target = self.target(ids, labels, logits.size(1), folds)
         loss = self.fit_loss(logits, target)
         if target is labels and not self.label_smoothing and not self.gce:
@@ -159,6 +175,11 @@ class Classification(nn.Module):
         if self.gce:
             return generalized_cross_entropy(logits, target, self.gce)
         return F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, reduction="sum")
+
+
+def answer(fitted: nn.Module, ids: Tensor, folds: Tensor | None) -> Tensor:
+    """A fitted model's logits on ``ids``; an out-of-fold one routes each row by ``folds`` (its clean text's)."""
+    return fitted(ids, folds) if isinstance(fitted, OutOfFold) and folds is not None else fitted(ids)
 
 
 def generalized_cross_entropy(logits: Tensor, labels: Tensor, q: float) -> Tensor:
