@@ -231,7 +231,8 @@ def test_a_training_stage_resume_key_digests_exactly_the_params_it_declares():
         ({"ngrams": 0, "distill": 0.5}, r"nb\.distill=0\.5 needs a teacher: set nb\.ngrams > 0"),
         ({"ngrams": 3, "role": "teacher"}, r"nb\.role='teacher' teacher needs nb\.distill > 0"),
         ({"ngrams": 3, "distill": 1.5}, r"nb\.distill=1\.5 must be in \[0, 1\]"),
-        ({"ngrams": 3, "distill": 0.5, "distill_folds": 5}, r"nb\.distill_folds=5 needs nb\.role teacher"),
+        ({"ngrams": 3, "distill": 0.5, "distill_folds": 5}, r"nb\.distill_folds=5 needs nb\.role teacher or base"),
+        ({"ngrams": 3, "role": "base", "distill": 0.5}, r"nb\.role='base' base takes nb\.distill 0"),
         ({"ngrams": 3, "role": "teacher", "distill": 0.5, "distill_folds": 0}, r"nb\.distill_folds=0 must"),
     ],
 )
@@ -239,6 +240,7 @@ def test_a_teacher_without_a_lesson_or_a_lesson_without_a_teacher_is_refused(nb,
     with pytest.raises(ConfigError, match=message):
         from_dict({"nb": nb})
     assert from_dict({"nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}}).nb.distill == 0.5
+    assert from_dict({"nb": {"ngrams": 3, "role": "base", "distill_folds": 5}}).nb.distill_folds == 5
 
 
 @pytest.mark.parametrize(

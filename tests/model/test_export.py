@@ -109,7 +109,10 @@ def test_the_card_says_what_an_nb_member_or_teacher_contributed(tmp_path):
     evaluation = {"validation": parts, "test": {"accuracy": 0.94, "f1": 0.94}}
     blend = model_card({**config, "nb": {"max_n": 3, "buckets": 64}}, 10, from_dict({}), evaluation, {})
     assert "Half of every answer is the n-gram member's" in blend
-    assert "the n-gram member alone scores 0.9280, the Transformer part alone 0.9180, the blend 0.9300" in blend
+    assert "the n-gram model alone scores 0.9280, the Transformer part alone 0.9180, the whole 0.9300" in blend
+    based = model_card({**config, "nb": {"max_n": 3, "buckets": 64, "role": "base"}}, 10, from_dict({}), evaluation, {})
+    assert "Every answer starts from an n-gram model's" in based and "Half of every answer" not in based
+    assert "the networks alone, without it 0.9180" in based
     taught = from_dict({"nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}})
     alone = model_card({**config, "members": 1, "nb": None}, 10, taught, {"validation": parts}, {})
     assert "taught it during training (nb.distill 0.5" in alone and "Half of every answer" not in alone
@@ -125,7 +128,9 @@ def test_two_exports_write_the_same_bytes(trained, folder, tmp_path):
         assert (again / name).read_bytes() == (folder / name).read_bytes(), name
 
 
-def test_an_ensemble_with_an_nb_member_round_trips(trained, tmp_path):
+@pytest.mark.parametrize("role", ["member", "base"])
+def test_an_ensemble_with_an_nb_model_round_trips(trained, tmp_path, role):
+    """A member (half the vote) or a base (added to each network's logits): the folder says which."""
     model_path, tokenizer = trained
     single, info = load_checkpoint(model_path)
     other, _ = load_checkpoint(model_path)
@@ -134,17 +139,21 @@ def test_an_ensemble_with_an_nb_member_round_trips(trained, tmp_path):
     with torch.no_grad():
         for p in [*other.parameters(), *nb.parameters(), nb.ratio]:
             p.add_(0.3 * torch.randn_like(p))
-    save_checkpoint(tmp_path / "ensemble.pt", Ensemble([single, other], nb), **info)
+    save_checkpoint(tmp_path / "ensemble.pt", Ensemble([single, other], nb, role), **info)
     out = export(tmp_path / "ensemble.pt", tokenizer, tmp_path / "scratchformer", tmp_path)
     config = json.loads((out / "config.json").read_text())
-    assert config["members"] == 2 and config["nb"] == {"max_n": 2, "buckets": 64, "scaling": "nb"}
+    said = {"role": "base"} if role == "base" else {}  # no role: a member, as in folders written before roles
+    assert config["members"] == 2 and config["nb"] == {"max_n": 2, "buckets": 64, "scaling": "nb", **said}
     loaded = Predictor.from_pretrained(out)
     assert isinstance(loaded.model, Ensemble) and len(loaded.model.members) == 2 and loaded.model.nb is not None
+    assert loaded.model.nb_role == role
     reference = Predictor(tmp_path / "ensemble.pt", tokenizer)
     ids = token_ids(tokenizer, TEXTS)
     with torch.no_grad():
         assert torch.equal(loaded.model(ids), reference.model(ids))
         assert (single(ids) - nb(ids)).abs().max() > 0.01  # the NB member counts: it is not a copy of another
+        other_role = Ensemble([single, other], nb, "member" if role == "base" else "base")
+        assert (loaded.model(ids) - other_role(ids)).abs().max() > 0.01  # and the role is what was saved
     assert [p.as_dict() for p in loaded.predict(TEXTS)] == [p.as_dict() for p in reference.predict(TEXTS)]
 
 

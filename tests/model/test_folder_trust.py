@@ -146,6 +146,7 @@ INSANE = [
     ("nb", {"max_n": 2, "buckets": 10**12}, "nb.buckets"),
     ("nb", {"max_n": 200, "buckets": 64}, "nb.max_n"),
     ("nb", {"max_n": 2, "buckets": 64, "scaling": "svm"}, "nb.scaling"),
+    ("nb", {"max_n": 2, "buckets": 64, "role": "teacher"}, "nb.role"),
     ("class_names", ["negative", "negative"], "class_names"),
     ("class_names", ["negative", 1], "class_names"),
 ]

@@ -19,7 +19,7 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
 from scratchformer.train.augment import crop_spans, drop_tokens
-from scratchformer.train.classify import Steps, fit, grad_norm_summary
+from scratchformer.train.classify import Base, Steps, fit, grad_norm_summary
 from scratchformer.train.loop import NOTHING, Loop, Progress, TrainingDivergedError
 from scratchformer.train.objective import Classification
 from scratchformer.train.optim import Settings, lr_factor, parameter_groups
@@ -471,6 +471,32 @@ def test_an_out_of_fold_teacher_answers_each_row_from_the_fold_of_its_clean_text
     assert not torch.equal(text_folds(noised, 2, 0), folds)  # ... which would have moved some rows
     assert torch.equal(objective.target(noised, labels, 2, folds).argmax(1), folds)
     assert objective(noised, rows).loss.isfinite()
+
+
+def test_an_out_of_fold_base_adds_to_each_rows_logits_from_the_fold_of_its_clean_text():
+    base = OutOfFold([Sure(0), Sure(1)], pad_id=0)  # the model of fold j says class j, with logits of 20
+    objective = Classification(_model(), token_dropout=0.5, base=base)
+    ids = torch.randint(1, 30, (64, 12), generator=torch.Generator().manual_seed(0))
+    folds = text_folds(ids, 2, 0)
+    noised, rows = objective.prepare(ids, folds, torch.Generator().manual_seed(1))  # labels: the folds
+    assert torch.equal(rows[:, 1], folds)  # the folds of the clean texts travel with the labels
+    result = objective(noised, rows)
+    assert result.hits.item() == 64 and result.loss.item() < 1e-4  # the base's answer, added before the loss
+    against = objective(noised, torch.stack([1 - folds, folds], dim=1))
+    assert against.hits.item() == 0 and against.loss.item() > 64 * 10  # the base is frozen in, not averaged
+    assert not any(p.requires_grad for p in base.parameters())
+
+
+def test_validation_scores_a_network_with_its_base():
+    """A network trained for a step hardly reads anything; with a base that knows the rule, validation says so."""
+    split, honest = _split(64, 0), _split(128, 1)
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-6)
+    alone = fit(_model(), split, honest, config, 0, torch.device("cpu"))
+    teacher = CountTeacher()
+    based = fit(_model(), split, honest, config, 0, torch.device("cpu"), base=Base(teacher, teacher))
+    # Ties (as many 1s as 2s, labelled 0) get no margin from the base: the rest it reads right.
+    assert based.epochs[0]["val_accuracy"] > 0.75 > 0.5 > alone.epochs[0]["val_accuracy"]
+    assert based.epochs[0]["train_accuracy"] > 0.75  # the train steps add it too
 
 
 @pytest.mark.parametrize("distill", [0.0, 1.0])

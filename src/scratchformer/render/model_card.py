@@ -133,19 +133,23 @@ def _revision(params: Params) -> str:
 def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
     """What an n-gram model contributed, as limits: its share of a blend's answer, or what it taught."""
     lines = []
-    if config["nb"] is not None:
-        line = (
-            f"- Half of every answer is the n-gram member's (a {NB_KINDS[config['nb'].get('scaling', 'nb')]} "
-            f"logistic regression over token 1..{config['nb']['max_n']}-grams): it reads which character n-grams "
-            "occur, not their order"
-        )
+    nb = config["nb"]
+    if nb is not None:
+        kind = f"a {NB_KINDS[nb.get('scaling', 'nb')]} logistic regression over token 1..{nb['max_n']}-grams"
+        if nb.get("role") == "base":
+            share = f"- Every answer starts from an n-gram model's ({kind}), fit first; each network adds what it "
+            share += "learnt on top of it: the n-gram model reads which character n-grams occur, not their order"
+        else:
+            share = f"- Half of every answer is the n-gram member's ({kind}): it reads which character n-grams "
+            share += "occur, not their order"
         parts = evaluation.get("validation", {})
         if "nb" in parts and "transformers" in parts:
-            line += (
-                f". On validation the n-gram member alone scores {parts['nb']['accuracy']:.4f}, the Transformer "
-                f"part alone {parts['transformers']['accuracy']:.4f}, the blend {parts['accuracy']:.4f}"
+            networks = "networks alone, without it" if nb.get("role") == "base" else "Transformer part alone"
+            share += (
+                f". On validation the n-gram model alone scores {parts['nb']['accuracy']:.4f}, the {networks} "
+                f"{parts['transformers']['accuracy']:.4f}, the whole {parts['accuracy']:.4f}"
             )
-        lines.append(line + ".")
+        lines.append(share + ".")
     elif params.nb.ngrams and params.nb.role == "teacher":
         lines.append(
             f"- An n-gram model (NB-weighted logistic regression over token 1..{params.nb.ngrams}-grams) "
