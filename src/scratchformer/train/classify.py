@@ -116,7 +116,8 @@ def fit(
     ``train.span_length=clause`` crops at ``clause_ends`` (:func:`~scratchformer.train.augment.clause_end_ids`);
     with a ``base`` the network learns on top of its logits, and what is validated is the two added.
     """
-    objective = Classification.for_training(model, config, teacher, distill, clause_ends, base and base.train)
+    answers_train = None if base is None else base.train
+    objective = Classification.for_training(model, config, teacher, distill, clause_ends, answers_train)
     steps = math.ceil(len(train) / config.batch_size)
     loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")
     history = History()

@@ -55,7 +55,7 @@ class NBFit(NamedTuple):
 
     def base(self) -> Base:
         """The networks' base (``nb.role`` base): out of fold on train when there are folds."""
-        return Base(self.out_of_fold or self.model, self.model)
+        return Base(self.model if self.out_of_fold is None else self.out_of_fold, self.model)
 
 
 class Trained(NamedTuple):
