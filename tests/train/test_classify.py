@@ -19,9 +19,9 @@ from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.naive_bayes import OutOfFold, text_folds
 from scratchformer.model.ngrams import ngram_ids_upto
 from scratchformer.train.augment import crop_spans, drop_tokens
-from scratchformer.train.classify import Base, Steps, fit, grad_norm_summary
+from scratchformer.train.classify import Steps, fit, grad_norm_summary
 from scratchformer.train.loop import NOTHING, Loop, Progress, TrainingDivergedError
-from scratchformer.train.objective import Classification
+from scratchformer.train.objective import Base, Classification
 from scratchformer.train.optim import Settings, lr_factor, parameter_groups
 from scratchformer.train.recording import Recorder
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -21,7 +21,7 @@ from scratchformer.model.classifier import Ensemble, TransformerClassifier
 from scratchformer.train.diagnostics import attention_diagnostics
 from scratchformer.train.distributed import ALONE, World
 from scratchformer.train.loop import NOTHING, Loop
-from scratchformer.train.objective import Classification
+from scratchformer.train.objective import Base, Classification
 from scratchformer.train.optim import Settings
 from scratchformer.train.recording import Recorder
 
@@ -116,15 +116,15 @@ def fit(
     ``train.span_length=clause`` crops at ``clause_ends`` (:func:`~scratchformer.train.augment.clause_end_ids`);
     with a ``base`` the network learns on top of its logits, and what is validated is the two added.
     """
-    answers_train = None if base is None else base.train
-    objective = Classification.for_training(model, config, teacher, distill, clause_ends, answers_train)
+    objective = Classification.for_training(model, config, teacher, distill, clause_ends, base)
     steps = math.ceil(len(train) / config.batch_size)
     loop = Loop(objective, Settings.training(config), seed, steps, device, world, where=f"member {member}, ")
     history = History()
     start = time.perf_counter()
+    scored = functools.partial(_epoch_record, validation=validation, config=config, device=device, base=base)
     if resume is None:
         if world.main:
-            history.initial = _epoch_record(loop.evaluated, 0, math.nan, math.nan, validation, config, device, base)
+            history.initial = scored(loop.evaluated, 0, math.nan, math.nan)
             recorder.epoch(history.initial, loop.evaluated)
     else:
         loop.restore(resume)
@@ -136,15 +136,11 @@ def fit(
         state = loop.state()  # collective: all ranks take part
         if not world.main:
             continue
-        evaluated = loop.evaluated
-        train_accuracy = accuracy(*done["train_accuracy"])
-        record = _epoch_record(
-            evaluated, loop.epoch, done["train_loss"], train_accuracy, validation, config, device, base
-        )
-        history.add(record, evaluated, config.select)
+        record = scored(loop.evaluated, loop.epoch, done["train_loss"], accuracy(*done["train_accuracy"]))
+        history.add(record, loop.evaluated, config.select)
         log.info(epoch_line(record, config.epochs, time.perf_counter() - start, first))
         log.debug("epoch %d: %s", loop.epoch, record)
-        recorder.epoch(record, evaluated)
+        recorder.epoch(record, loop.evaluated)
         recorder.state({**state, "history": history.as_state()})
     history.seconds = time.perf_counter() - start
     return history
@@ -180,13 +176,6 @@ class Steps(Recorder):
     def step(self, record: dict) -> None:
         self.steps.append(record)
         self.recorder.step(record)
-
-
-class Base(NamedTuple):
-    """A fitted model the networks learn on top of (``nb.role`` base): what answers train texts, and the rest."""
-
-    train: nn.Module  # an OutOfFold (each train text answered by the model fit without it), or ``full``
-    full: nn.Module  # fit on all of train: validation, and the saved model
 
 
 def _epoch_record(model, epoch, train_loss, train_acc, validation, config, device, base=None) -> dict:

@@ -22,8 +22,9 @@ from scratchformer.model.checkpoint import load_pretrained
 from scratchformer.model.classifier import Ensemble, TransformerClassifier
 from scratchformer.model.naive_bayes import NBLogistic, OutOfFold, text_folds
 from scratchformer.train.augment import clause_end_ids
-from scratchformer.train.classify import Base, History, fit, grad_norm_summary, seed_everything
+from scratchformer.train.classify import History, fit, grad_norm_summary, seed_everything
 from scratchformer.train.distributed import ALONE, World
+from scratchformer.train.objective import Base
 from scratchformer.train.recording import Recording
 
 log = logging.getLogger(__name__)

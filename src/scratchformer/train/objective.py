@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -12,6 +14,13 @@ from scratchformer.model.naive_bayes import OutOfFold
 from scratchformer.train.augment import crop_spans, drop_tokens
 from scratchformer.train.diagnostics import grouped_parameters
 from scratchformer.train.loop import StepResult
+
+
+class Base(NamedTuple):
+    """A fitted model the networks learn on top of (``nb.role`` base): what answers train texts, and the rest."""
+
+    train: nn.Module  # an OutOfFold (each train text answered by the model fit without it), or ``full``
+    full: nn.Module  # fit on all of train: validation, and the saved model
 
 
 class Classification(nn.Module):
@@ -96,9 +105,10 @@ class Classification(nn.Module):
         teacher: nn.Module | None = None,
         distill: float = 0.0,
         clause_ends: Tensor | None = None,
-        base: nn.Module | None = None,
+        base: Base | None = None,
     ) -> Classification:
-        """The objective as ``config`` (the train section) sets its noise and label smoothing."""
+        """The objective as ``config`` (the train section) sets its noise and label smoothing; with a ``base``,
+        what answers the train texts is added under the network."""
         noise = {"token_dropout": config.token_dropout, "spans": config.spans, "span_length": config.span_length}
         return cls(
             model,
@@ -110,7 +120,7 @@ class Classification(nn.Module):
             clause_ends=clause_ends,
             wide_loss=config.wide_loss,
             gce=config.gce,
-            base=base,
+            base=None if base is None else base.train,
         )
 
     def train(self, mode: bool = True) -> Classification:
