@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import torch
 from torch import Tensor, nn
@@ -150,7 +150,8 @@ class TransformerClassifier(Classifier):
         return self.ln_f(x), pad, kept
 
 
-NB_ROLES = ("member", "base")  # how an Ensemble's n-gram model joins it (a teacher is not part of the model)
+NBRole = Literal["member", "base"]  # how an Ensemble's n-gram model joins it (a teacher is not part of the model)
+NB_ROLES = get_args(NBRole)  # what a received folder may name
 
 
 class Ensemble(Classifier):
@@ -173,7 +174,7 @@ class Ensemble(Classifier):
     """
 
     def __init__(
-        self, members: list[TransformerClassifier], nb: NBLogistic | None = None, nb_role: str = "member"
+        self, members: list[TransformerClassifier], nb: NBLogistic | None = None, nb_role: NBRole = "member"
     ) -> None:
         super().__init__()
         if nb_role not in NB_ROLES:
