@@ -274,6 +274,41 @@ def test_evaluate_scores_the_short_reviews_as_the_model_reads_them(tmp_path):
     assert result["short"]["accuracy_ci95"] == wilson(right, len(rows))
 
 
+def _train_with_nb(tmp_path, monkeypatch, nb: dict) -> tuple[list[dict], dict, dict]:
+    """The train stage on a fixture corpus (two networks, one epoch) with n-gram section ``nb``: the keyword
+    arguments every member was trained with, the stage's outputs and its metrics."""
+    from scratchformer.train import ensemble
+    from stages import download, tokenize, train
+
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
+    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
+    params = from_dict(
+        {
+            "data": {"source": "corpus"},
+            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
+            "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32},
+            "train": {"epochs": 1, "batch_size": 16, "ensemble": 2},
+            "nb": nb,
+            "probe": {"text": "房间很差。", "query_token": "差"},
+        }
+    )
+    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
+    tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
+    save_no_pretraining(tmp_path / "pretrained.pt")
+    calls = []
+    member = ensemble.train_member
+
+    def spied(k, **kwargs):
+        calls.append(kwargs)
+        return member(k, **kwargs)
+
+    monkeypatch.setattr(ensemble, "train_member", spied)
+    out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
+    inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
+    return calls, out, train.run(params, *inputs, *out.values())
+
+
 @pytest.mark.parametrize("folds", [1, 3])
 def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_path, monkeypatch, folds):
     """nb.role teacher: the NB model is fit first and handed to each member; the checkpoint is theirs alone.
@@ -285,39 +320,10 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     from scratchformer.model.checkpoint import load_checkpoint
     from scratchformer.model.classifier import Ensemble
     from scratchformer.model.naive_bayes import OutOfFold
-    from scratchformer.train import ensemble
-    from stages import download, tokenize, train
 
-    monkeypatch.chdir(tmp_path)
-    write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
-    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
-    model = {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32}
-    train_params = {"epochs": 1, "batch_size": 16, "ensemble": 2}
     nb = {"ngrams": 2, "role": "teacher", "distill": 0.5, "distill_folds": folds}
-    params = from_dict(
-        {
-            "data": {"source": "corpus"},
-            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
-            "model": model,
-            "train": train_params,
-            "nb": nb,
-            "probe": {"text": "房间很差。", "query_token": "差"},
-        }
-    )
-    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
-    tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
-    save_no_pretraining(tmp_path / "pretrained.pt")
-    taught = []
-    member = ensemble.train_member
-
-    def spied(k, **kwargs):
-        taught.append(kwargs["teacher"])
-        return member(k, **kwargs)
-
-    monkeypatch.setattr(ensemble, "train_member", spied)
-    out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
-    inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
-    metrics = train.run(params, *inputs, *out.values())
+    calls, out, metrics = _train_with_nb(tmp_path, monkeypatch, nb)
+    taught = [kwargs["teacher"] for kwargs in calls]
     assert len(taught) == 2 and taught[0] is taught[1] is not None  # one teacher, fit once, for every member
     assert isinstance(taught[0], OutOfFold) == (folds > 1)
     if folds > 1:
@@ -339,38 +345,10 @@ def test_a_base_answers_train_out_of_fold_and_is_added_to_every_saved_member(tmp
     from scratchformer.model.checkpoint import load_checkpoint
     from scratchformer.model.classifier import Ensemble
     from scratchformer.model.naive_bayes import NBLogistic, OutOfFold
-    from scratchformer.train import ensemble
-    from stages import download, tokenize, train
 
-    monkeypatch.chdir(tmp_path)
-    write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
-    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
-    model = {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32}
-    params = from_dict(
-        {
-            "data": {"source": "corpus"},
-            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
-            "model": model,
-            "train": {"epochs": 1, "batch_size": 16, "ensemble": 2},
-            "nb": {"ngrams": 2, "role": "base", "distill_folds": folds},
-            "probe": {"text": "房间很差。", "query_token": "差"},
-        }
-    )
-    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
-    tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
-    save_no_pretraining(tmp_path / "pretrained.pt")
-    bases = []
-    member = ensemble.train_member
-
-    def spied(k, **kwargs):
-        bases.append(kwargs["base"])
-        assert kwargs["teacher"] is None
-        return member(k, **kwargs)
-
-    monkeypatch.setattr(ensemble, "train_member", spied)
-    out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
-    inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
-    train.run(params, *inputs, *out.values())
+    calls, out, _ = _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2, "role": "base", "distill_folds": folds})
+    assert all(kwargs["teacher"] is None for kwargs in calls)
+    bases = [kwargs["base"] for kwargs in calls]
     assert len(bases) == 2 and bases[0] is bases[1] is not None  # one base, fit once, under every member
     assert isinstance(bases[0].full, NBLogistic)
     assert isinstance(bases[0].train, OutOfFold if folds > 1 else NBLogistic)
