@@ -19,11 +19,11 @@ from scratchformer.data.tokenization import (
     token_dtype,
     token_stats,
 )
-from scratchformer.data.tokenized_split import write_tokenized
+from scratchformer.data.tokenized_split import NB_TRAIN, write_tokenized
 from scratchformer.files import write_json
 from stages import stage
 
-PARAMS = ("tokenizer", "probe.text", "probe.query_token")  # the probe: a query token cut off stops it here
+PARAMS = ("tokenizer", "probe.text", "probe.query_token", "nb.ngrams", "nb.fit_len")  # the probe stops it here
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,10 @@ log = logging.getLogger(__name__)
 def run(params: Params, inputs_path: Path, raw_dir: Path, tokenized_dir: Path, tokenizer_dir: Path) -> dict:
     """Raw splits -> ``tokenized_dir``/<split>/{tokens,offsets,labels}.npy and meta.json; the tokenizer.
 
-    The hub revision read is the one the inputs stage resolved (``inputs_path``).
+    The hub revision read is the one the inputs stage resolved (``inputs_path``). With an
+    n-gram model whose fit reads more than the cut (``nb.fit_len``), the train split is also
+    written at that length, as ``tokenized_dir``/nb-train: a bag of n-grams costs no more per
+    token at any length, so it learns from the whole of a long review while the networks read its start.
     """
     tokenizer = load_tokenizer(params.tokenizer.name, resolved_revision(inputs_path) or params.tokenizer.revision)
     max_len = params.tokenizer.max_len
@@ -51,6 +54,11 @@ def run(params: Params, inputs_path: Path, raw_dir: Path, tokenized_dir: Path, t
         write_tokenized(tokenized_dir / name, flat, table["label"].to_numpy())
         meta["splits"][name] = token_stats(flat, max_len, tokenizer.unk_token_id)
         log.info("%s: %s", name, meta["splits"][name])
+        if name == "train" and (fit_len := params.nb_fit_len()):
+            whole = encode_flat(tokenizer, table["text"], fit_len)
+            write_tokenized(tokenized_dir / NB_TRAIN, whole, table["label"].to_numpy())
+            meta["splits"][NB_TRAIN] = token_stats(whole, fit_len, tokenizer.unk_token_id)
+            log.info("%s (nb.fit_len %d): %s", NB_TRAIN, fit_len, meta["splits"][NB_TRAIN])
     save_tokenizer(tokenizer, tokenizer_dir)
     write_json(tokenized_dir / "meta.json", meta)
     return meta

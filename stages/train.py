@@ -18,7 +18,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from dvclive import Live
 from scratchformer.config import Params
 from scratchformer.data.tokenization import load_tokenizer
-from scratchformer.data.tokenized_split import read_class_names, read_tokenized
+from scratchformer.data.tokenized_split import NB_TRAIN, read_class_names, read_tokenized
 from scratchformer.device import pick_device
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import save_checkpoint
@@ -68,6 +68,7 @@ def run(
             class_names=class_names,
             train_split=read_tokenized(tokenized_dir / "train"),
             val_split=read_tokenized(tokenized_dir / "validation"),
+            nb_train_split=read_tokenized(tokenized_dir / NB_TRAIN) if params.nb_fit_len() else None,
             pretrained_path=pretrained_path,
             device=device,
             recording=recording,

@@ -172,6 +172,31 @@ def test_an_out_of_fold_teacher_answers_no_text_from_memory():
     assert fitted.base().train is fitted.out_of_fold and fitted.base().full is fitted.model
 
 
+def test_the_fit_reads_the_longer_train_split_and_draws_each_text_fold_from_the_cut():
+    """nb.fit_len: the fit learns from what the model's cut leaves out; out of fold, each text is still
+    answered by the model that never saw it, as the networks' batches (the cut ids) route it."""
+    g = torch.Generator().manual_seed(0)
+    good, bad, n, cut = 3, 4, 400, 8
+    labels = torch.randint(0, 2, (n,), generator=g)
+    long = torch.randint(5, VOCAB, (n, 24), generator=g)
+    long[:, 20] = torch.where(labels == 1, good, bad)  # the only sign of the label, past the cut
+    short = torch.randint(5, VOCAB, (n, cut), generator=g)
+    short[:, 2] = torch.where(labels == 1, good, bad)  # validation: short reviews that carry it
+    split = TokenizedSplit.from_sequences
+    train, whole, val = split(list(long[:, :cut]), labels), split(list(long), labels), split(list(short), labels)
+    member = NBConfig(ngrams=1, buckets=64, scaling="tfidf")
+    assert fit_nb(member, 2, Vocabulary(), train_split=train, val_split=val).val_accuracy < 0.65
+    assert fit_nb(member, 2, Vocabulary(), train_split=train, val_split=val, fit_split=whole).val_accuracy > 0.95
+    # Random labels, memorised: a text answered by a model that saw it (folds drawn from the longer ids) is right.
+    noise = torch.randint(0, 2, (n,), generator=g)
+    train, whole = split(list(long[:, :cut]), noise), split(list(long), noise)
+    base = NBConfig(ngrams=2, buckets=4096, role="base", distill_folds=4)
+    folded = fit_nb(base, 2, Vocabulary(), train_split=train, val_split=train, fit_split=whole).out_of_fold
+    with torch.no_grad():
+        right = (folded(long[:, :cut]).argmax(dim=1) == noise).float().mean().item()
+    assert 0.35 < right < 0.65
+
+
 @pytest.mark.parametrize("scaling", ["nb", "tfidf"])
 def test_two_fits_give_the_same_weights_bit_for_bit(scaling):
     """The fit is full-batch and seedless, so a rerun must give the same member: the gradient's sums over texts

@@ -274,9 +274,9 @@ def test_evaluate_scores_the_short_reviews_as_the_model_reads_them(tmp_path):
     assert result["short"]["accuracy_ci95"] == wilson(right, len(rows))
 
 
-def _train_with_nb(tmp_path, monkeypatch, nb: dict) -> tuple[list[dict], dict, dict]:
-    """The train stage on a fixture corpus (two networks, one epoch) with n-gram section ``nb``: the keyword
-    arguments every member was trained with, the stage's outputs and its metrics."""
+def _train_with_nb(tmp_path, monkeypatch, nb: dict, max_len: int = 32) -> tuple[list[dict], dict, dict]:
+    """The train stage on a fixture corpus (two networks, one epoch, reviews cut at ``max_len`` tokens) with
+    n-gram section ``nb``: the keyword arguments every member was trained with, the stage's outputs and its metrics."""
     from scratchformer.train import ensemble
     from stages import download, tokenize, train
 
@@ -286,7 +286,7 @@ def _train_with_nb(tmp_path, monkeypatch, nb: dict) -> tuple[list[dict], dict, d
     params = from_dict(
         {
             "data": {"source": "corpus"},
-            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": 32},
+            "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": max_len},
             "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32},
             "train": {"epochs": 1, "batch_size": 16, "ensemble": 2},
             "nb": nb,
@@ -307,6 +307,32 @@ def _train_with_nb(tmp_path, monkeypatch, nb: dict) -> tuple[list[dict], dict, d
     out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
     inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
     return calls, out, train.run(params, *inputs, *out.values())
+
+
+@pytest.mark.parametrize("fit_len", [None, 64])
+def test_the_n_gram_fit_reads_the_train_reviews_at_nb_fit_len(tmp_path, monkeypatch, fit_len):
+    """nb.fit_len longer than the cut: tokenize writes the train split again at that length, and the train
+    stage fits the n-gram model on it; null: no second split, the fit reads the cut."""
+    import torch
+
+    from scratchformer.data.tokenized_split import read_tokenized
+    from scratchformer.train import ensemble
+
+    fits = []
+    fit_nb = ensemble.fit_nb
+    monkeypatch.setattr(ensemble, "fit_nb", lambda *args, **kwargs: fits.append(kwargs) or fit_nb(*args, **kwargs))
+    _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2, "fit_len": fit_len}, max_len=8)
+    cut = read_tokenized(tmp_path / "tokenized" / "train")
+    assert int(cut.lengths.max()) == 8
+    whole = tmp_path / "tokenized" / "nb-train"
+    if fit_len is None:
+        assert not whole.exists() and fits[0]["fit_split"] is None
+        return
+    read = fits[0]["fit_split"]
+    assert len(read) == len(cut) and int(read.lengths.max()) > 8  # the same reviews, not cut at 8
+    assert torch.equal(read.lengths, read_tokenized(whole).lengths)
+    meta = json.loads((tmp_path / "tokenized" / "meta.json").read_text())
+    assert meta["splits"]["nb-train"]["truncated"] < meta["splits"]["train"]["truncated"]
 
 
 @pytest.mark.parametrize("folds", [1, 3])

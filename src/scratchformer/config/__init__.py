@@ -78,6 +78,13 @@ class Params:
             self.tokenizer.max_len,
             f"exceeds model.max_len={self.model.max_len}, the positional table; raise model.max_len too",
         )
+        require(
+            self.nb.fit_len is None or self.nb.fit_len >= self.tokenizer.max_len,
+            "nb.fit_len",
+            self.nb.fit_len,
+            f"is shorter than tokenizer.max_len={self.tokenizer.max_len}, the cut the n-gram model reads "
+            "when it predicts: set it >= that, or null",
+        )
         # The table's decay means nothing without a table; train.sparse_ngrams (a default) only
         # says how a table is trained, so without one it has nothing to do.
         require(
@@ -104,6 +111,12 @@ class Params:
             self.probe.head,
             f"is not a head of a {self.model.n_heads}-head model",
         )
+
+    def nb_fit_len(self) -> int | None:
+        """How many tokens of each train review the n-gram model's fit reads beyond the model's cut
+        (``nb.fit_len``, when longer than ``tokenizer.max_len``); None: it reads the cut."""
+        longer = self.nb.ngrams > 0 and (self.nb.fit_len or 0) > self.tokenizer.max_len
+        return self.nb.fit_len if longer else None
 
     def select(self, keys: Iterable[str]) -> dict[str, Any]:
         """The values of the dotted ``keys`` (a section, ``"train"``, or one key, ``"train.lr"``), by key.

@@ -169,6 +169,7 @@ class NBConfig:
     role: Literal["member", "teacher", "base"] = "member"  # teacher: it only teaches | base: networks add to it
     distill: float = 0.0  # weight of its probabilities on each step's (noised) batch in the target
     distill_folds: int = 1  # k > 1: k models, each fit without one k-th of train; each text answered out of fold
+    fit_len: int | None = None  # tokens of each train review the fit reads (None: tokenizer.max_len, the model's cut)
 
     def __post_init__(self) -> None:
         require(self.ngrams >= 0, "nb.ngrams", self.ngrams, "must be >= 0 (0 = no NB model)")
@@ -193,6 +194,7 @@ class NBConfig:
             self.role,
             "base takes nb.distill 0: the networks already learn on top of its logits",
         )
+        require(self.fit_len is None or self.fit_len >= 3, "nb.fit_len", self.fit_len, "must be >= 3 or null")
         require(self.distill_folds >= 1, "nb.distill_folds", self.distill_folds, "must be >= 1 (1 = one teacher)")
         require(
             self.distill_folds == 1 or self.role != "member",

@@ -19,6 +19,8 @@ from torch import Tensor
 from scratchformer.data.tokenization import FlatIds, encode_flat
 from scratchformer.files import atomic_dir
 
+NB_TRAIN = "nb-train"  # the train split again, cut at nb.fit_len: what the n-gram model's fit reads
+
 
 @dataclass(frozen=True)
 class TokenizedSplit:

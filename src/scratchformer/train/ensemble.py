@@ -85,6 +85,7 @@ def train_ensemble(
     device: torch.device,
     recording: Recording,
     world: World = ALONE,
+    nb_train_split: TokenizedSplit | None = None,
 ) -> Trained | None:
     """Train the classifier of the train stage; on rank 0 what it writes, elsewhere None.
 
@@ -92,14 +93,14 @@ def train_ensemble(
     seed+1, …, each keeping its best epoch; member 0's curves and probe snapshots are the
     plotted ones. With ``nb.ngrams`` > 0 the NB model is fit first (:func:`fit_nb`): it
     joins the ensemble (``nb.role`` member) or only teaches (teacher, ``nb.distill`` > 0),
-    and the saved model is then the Transformers alone. With ``train.teachers`` > 0, networks
+    and the saved model is then the Transformers alone; its fit reads ``nb_train_split`` (the
+    train reviews at ``nb.fit_len``) when given. With ``train.teachers`` > 0, networks
     trained first teach the saved one instead (:func:`teaching`). ``recording`` keeps the
     curves and the resumable state; every process of a multi-process run (``world``) calls this.
     """
     shown = make_probe(probe, tokenizer, max_len)
-    fitted = (
-        fit_nb(nb, model.num_classes, tokenizer, train_split=train_split, val_split=val_split) if nb.ngrams else None
-    )
+    splits = dict(train_split=train_split, val_split=val_split, fit_split=nb_train_split)
+    fitted = fit_nb(nb, model.num_classes, tokenizer, **splits) if nb.ngrams else None
     common = dict(
         seed=seed, model=model, train=train, tokenizer=tokenizer, device=device, world=world
     )  # every member's
@@ -250,6 +251,7 @@ def fit_nb(
     *,
     train_split: TokenizedSplit,
     val_split: TokenizedSplit,
+    fit_split: TokenizedSplit | None = None,
 ) -> NBFit:
     """The NB-weighted n-gram model (:mod:`scratchformer.model.naive_bayes`), fit on the train split.
 
@@ -261,13 +263,17 @@ def fit_nb(
     outside fold j (:class:`~scratchformer.model.naive_bayes.OutOfFold`): they are the
     teacher, or they answer a base's train texts while the base fit on all of train answers
     the rest. The train accuracy is then out of fold, every text answered by the model that never saw it.
+
+    ``fit_split``, when given, holds the same train reviews cut longer than the model's cut
+    (``nb.fit_len``): the fit reads it, so a long review lends all its n-grams. Each text's
+    fold is still drawn from its ids in ``train_split``, as the networks' batches carry them.
     """
     pad_id = tokenizer.pad_token_id
 
     def new() -> NBLogistic:
         return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id, config.scaling)
 
-    train = list(batches(train_split, 256, pad_id))
+    train = list(batches(train_split if fit_split is None else fit_split, 256, pad_id))
     k = config.distill_folds
     full = None
     if k == 1 or config.role != "teacher":
@@ -275,7 +281,7 @@ def fit_nb(
         train_accuracy = full.fit(train, config.c)
     folded = None
     if k > 1:
-        folds = [text_folds(ids, k, pad_id) for ids, _ in train]
+        folds = [text_folds(ids, k, pad_id) for ids, _ in batches(train_split, 256, pad_id)]
         models = [new() for _ in range(k)]
         for j, model in enumerate(models):
             model.fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.c)
