@@ -23,7 +23,9 @@ from scratchformer.data.tokenized_split import NB_TRAIN, write_tokenized
 from scratchformer.files import write_json
 from stages import stage
 
-PARAMS = ("tokenizer", "probe.text", "probe.query_token", "nb.ngrams", "nb.fit_len")  # the probe stops it here
+# A query token the cut removes from probe.text stops the pipeline here; nb.ngrams and nb.fit_len say
+# whether the train split is also written at the n-gram model's fit length.
+PARAMS = ("tokenizer", "probe.text", "probe.query_token", "nb.ngrams", "nb.fit_len")
 
 log = logging.getLogger(__name__)
 

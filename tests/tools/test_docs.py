@@ -51,7 +51,7 @@ def test_every_generated_block_has_a_generator():
         "predict",
     }
     known |= {"experiments", "transformer", "peers", "profile", "corpora", "corpus-online-shopping", "recipe-time"}
-    known |= {"corpora-headline", "compile-cost", "transfer"}
+    known |= {"corpora-headline", "compile-cost", "transfer", "member-length"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
@@ -73,12 +73,13 @@ def test_every_generated_block_has_a_generator():
             transfer.RESULTS.with_name("transfer-two-networks.json"),
             "python benchmarks/transfer.py --name two-networks",
         ),
+        ("member-length", transfer.member_length_block, transfer.MEMBER_LENGTH, "python benchmarks/member_length.py"),
     ],
 )
 def test_the_docs_quote_what_the_benchmarks_last_measured(name, make, results, command):
     made = make(ROOT / results)
     assert made is not None, f"{results} is missing: run {command}"
-    page = "results.md" if name.startswith("transfer") else "speed.md"
+    page = "results.md" if name.startswith(("transfer", "member-length")) else "speed.md"
     shown = markdown.block((ROOT / "docs" / page).read_text(encoding="utf-8"), name)
     assert shown is not None and shown.rstrip() == made, f"run python -m tools.docs.report readme --file docs/{page}"
 
@@ -103,6 +104,32 @@ def test_the_transfer_block_gives_each_band_every_readers_accuracy_and_the_paire
     assert lines[4] == "| 1–16 | 1,000 | 0.9000 | 0.8000 | 0.5000 | 0.2500 | +0.1000 [+0.0500, +0.1500] |"
     assert lines[5] == "| 17–99 | 500 | 0.7000 | 0.7500 | 0.5000 | 0.2500 | -0.0500 [-0.1000, +0.0000] |"
     assert transfer.transfer_block(tmp_path / "absent.json") is None  # the block is left as committed
+
+
+def test_the_member_length_block_gives_each_way_of_fitting_and_reading_then_whole_minus_cut(tmp_path):
+    def reading(fit, read, *accuracy):
+        return {"fit": fit, "read": read, "accuracy": dict(zip(("validation", "1-16", "17-99"), accuracy, strict=True))}
+
+    def versus(delta, lo, hi):
+        return {"delta": delta, "ci95": {"lo": lo, "hi": hi}}
+
+    record = {"commit": "abc1234", "corpus": "shop", "rows": 1500, "in_train": 0, "lengths": {"cut": 128, "whole": 512}}
+    record["n"] = {"validation": 300, "1-16": 1000, "17-99": 500}
+    record["readings"] = [reading("cut", "cut", 0.9, 0.8, 0.7), reading("whole", "whole", 0.95, 0.85, 0.6)]
+    record["whole_minus_cut"] = {"validation": versus(0.05, 0.0, 0.1), "1-16": versus(0.05, 0.01, 0.09)}
+    record["whole_minus_cut"]["17-99"] = versus(-0.1, -0.2, -0.05)
+    path = tmp_path / "member_length.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    lines = transfer.member_length_block(path).splitlines()
+    assert "at commit `abc1234`" in lines[0] and "validation split (300 reviews)" in lines[0]
+    assert lines[2] == ("| fit on reviews | reads reviews | validation | `shop` 1–16 (1,000) | `shop` 17–99 (500) |")
+    assert lines[4] == "| cut at 128 | cut at 128 | 0.9000 | 0.8000 | 0.7000 |"
+    assert lines[5] == "| whole (up to 512) | whole (up to 512) | 0.9500 | 0.8500 | 0.6000 |"
+    assert lines[6] == (
+        "| whole on both sides minus the cut on both |  | +0.0500 [+0.0000, +0.1000] | +0.0500 [+0.0100, +0.0900] "
+        "| -0.1000 [-0.2000, -0.0500] |"
+    )
+    assert transfer.member_length_block(tmp_path / "absent.json") is None
 
 
 def test_the_recipe_time_block_shows_each_seed_at_both_commits_then_the_ratio_and_the_paired_verdict(tmp_path):

@@ -110,6 +110,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return speed.compile_cost_block(src.root / speed.COMPILE_COST)
     if name == "transfer":
         return transfer.transfer_block(src.root / transfer.RESULTS)
+    if name == "member-length":
+        return transfer.member_length_block(src.root / transfer.MEMBER_LENGTH)
     if name.startswith("transfer-"):  # transfer-two-networks: a kept record of benchmarks/transfer.py --name
         return transfer.transfer_block(src.root / transfer.RESULTS.with_name(f"{name}.json"))
     if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever

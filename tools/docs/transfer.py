@@ -1,5 +1,6 @@
 """The transfer block: the model and the n-gram baselines on a corpus none was trained on, by text length,
-from what ``benchmarks/transfer.py`` last wrote."""
+from what ``benchmarks/transfer.py`` last wrote; and the member-length block, the n-gram member fit and read
+at the networks' cut or whole, from what ``benchmarks/member_length.py`` last wrote."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from scratchformer.render import markdown
 from tools.docs.corpora import signed_interval
 
 RESULTS = Path("benchmarks/results/transfer.json")
+MEMBER_LENGTH = Path("benchmarks/results/member_length.json")
 
 
 def transfer_block(path: Path = RESULTS) -> str | None:
@@ -32,4 +34,31 @@ def transfer_block(path: Path = RESULTS) -> str | None:
         "accuracy minus TF-IDF LR's on the same reviews, with its 95% paired bootstrap interval."
     )
     header = ["characters", "reviews", *readers, "model minus TF-IDF LR"]
+    return opening + "\n\n" + markdown.table(header, rows)
+
+
+def member_length_block(path: Path = MEMBER_LENGTH) -> str | None:
+    """One row per way the member is fit and reads (cut or whole): its accuracy on validation and in each
+    length band of the other corpus; then whole on both sides minus the cut on both, with its interval."""
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    parts = list(record["n"])
+    cut, whole = record["lengths"]["cut"], record["lengths"]["whole"]
+    words = {"cut": f"cut at {cut}", "whole": f"whole (up to {whole})"}
+    rows = [
+        [words[r["fit"]], words[r["read"]], *(f"{r['accuracy'][p]:.4f}" for p in parts)] for r in record["readings"]
+    ]
+    versus = record["whole_minus_cut"]
+    differences = [signed_interval(versus[p]["delta"], versus[p]["ci95"]["lo"], versus[p]["ci95"]["hi"]) for p in parts]
+    rows.append(["whole on both sides minus the cut on both", "", *differences])
+    opening = (
+        f"Measured by `benchmarks/member_length.py` at commit `{record['commit']}`: the n-gram member as `nb` in "
+        f"params.yaml sets it, fit on the pipeline's train split and read on its validation split "
+        f"({record['n'][parts[0]]:,} reviews) and on the {record['rows']:,} reviews of `{record['corpus']}` by "
+        "length in characters, each review cut at the networks' tokens or read whole; the last row's intervals "
+        "are 95% paired bootstrap intervals over the same reviews."
+    )
+    bands = [f"`{record['corpus']}` {p.replace('-', '–')} ({record['n'][p]:,})" for p in parts[1:]]
+    header = ["fit on reviews", "reads reviews", "validation", *bands]
     return opening + "\n\n" + markdown.table(header, rows)

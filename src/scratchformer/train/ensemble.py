@@ -93,8 +93,8 @@ def train_ensemble(
     seed+1, …, each keeping its best epoch; member 0's curves and probe snapshots are the
     plotted ones. With ``nb.ngrams`` > 0 the NB model is fit first (:func:`fit_nb`): it
     joins the ensemble (``nb.role`` member) or only teaches (teacher, ``nb.distill`` > 0),
-    and the saved model is then the Transformers alone; its fit reads ``nb_train_split`` (the
-    train reviews at ``nb.fit_len``) when given. With ``train.teachers`` > 0, networks
+    and the saved model is then the Transformers alone. The NB model's fit reads ``nb_train_split``
+    (the train reviews at ``nb.fit_len``) when given. With ``train.teachers`` > 0, networks
     trained first teach the saved one instead (:func:`teaching`). ``recording`` keeps the
     curves and the resumable state; every process of a multi-process run (``world``) calls this.
     """

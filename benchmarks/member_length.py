@@ -1,0 +1,91 @@
+"""How the n-gram member reads by the length of review it is fit on and the length it reads.
+
+The train stage's member (``nb`` in params.yaml, :mod:`scratchformer.model.naive_bayes`) reads
+the networks' ids, each review cut at ``tokenizer.max_len`` tokens, where TF-IDF LR reads the
+whole review. This fits the member as the train stage fits it on the train split of the
+pipeline (``data/raw/train.parquet``) with each review cut there or read whole (up to
+``--whole`` tokens), and scores it on the validation split and on every review of another
+corpus (as ``benchmarks/transfer.py`` reads it), read cut or whole, in bands of text length
+(in characters): fit on the cut and reading it, as the member does; fit whole and reading the
+cut, as ``nb.fit_len`` does; and whole on both sides. The last row pairs whole on both sides
+with the cut on both, on the same reviews (paired bootstrap). Writes
+``benchmarks/results/member_length.json``.
+
+    python benchmarks/member_length.py [--corpus online-shopping] [--whole 512] [--bands 16 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import subprocess
+from dataclasses import asdict
+
+import numpy as np
+import torch
+from transfer import other_corpus
+
+from scratchformer.analysis.evaluation import predict_logits
+from scratchformer.analysis.scoring import paired_bootstrap
+from scratchformer.config import load_params
+from scratchformer.data.ingest import read_split
+from scratchformer.data.labels import Classes
+from scratchformer.data.tokenization import load_saved_tokenizer
+from scratchformer.data.tokenized_split import TokenizedSplit, batches
+from scratchformer.files import write_json
+from scratchformer.model.naive_bayes import NBLogistic
+
+OUT = "benchmarks/results/member_length.json"
+READINGS = (("cut", "cut"), ("whole", "cut"), ("whole", "whole"))  # (the fit's reviews, the reviews it reads)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default="online-shopping", help="a folder (or hub id) as data.source takes it")
+    parser.add_argument("--whole", type=int, default=512, help="tokens of a review read whole ([CLS], [SEP] included)")
+    parser.add_argument("--bands", type=int, nargs="+", default=[16, 60], help="upper ends of the length bands")
+    parser.add_argument("--tokenizer", default="data/tokenizer")
+    args = parser.parse_args()
+    params = load_params("params.yaml")
+    tokenizer = load_saved_tokenizer(args.tokenizer)
+    classes = Classes.read("data/raw/classes.json").names
+    train, validation = read_split("data/raw", "train"), read_split("data/raw", "validation")
+    other, in_train = other_corpus(args.corpus, set(train["text"]), classes, params.data)
+    lengths = {"cut": params.tokenizer.max_len, "whole": args.whole}
+    nb, pad_id = params.nb, tokenizer.pad_token_id
+
+    def split(frame, length: str) -> TokenizedSplit:
+        return TokenizedSplit.encoded(tokenizer, frame["text"].tolist(), frame["label"].to_numpy(), lengths[length])
+
+    fitted = {}
+    for length in ("cut", "whole"):
+        fitted[length] = NBLogistic(nb.ngrams, nb.buckets, len(tokenizer), len(classes), pad_id, nb.scaling)
+        fitted[length].fit(list(batches(split(train, length), 256, pad_id)), nb.c)
+    right = {}
+    for fit, read in READINGS:
+        frames = (validation, other)
+        with torch.no_grad():
+            logits = [predict_logits(fitted[fit], split(f, read), 512) for f in frames]
+        right[fit, read] = [z.argmax(1).numpy() == f["label"].to_numpy() for z, f in zip(logits, frames, strict=True)]
+
+    chars = other["text"].str.len().to_numpy()
+    parts = {"validation": (0, np.ones(len(validation), dtype=bool))}
+    for lo, hi in itertools.pairwise([0, *args.bands, int(chars.max())]):
+        parts[f"{lo + 1}-{hi}"] = (1, (chars > lo) & (chars <= hi))
+    readings = []
+    for (fit, read), sides in right.items():
+        scores = {name: float(sides[which][rows].mean()) for name, (which, rows) in parts.items()}
+        readings.append({"fit": fit, "read": read, "accuracy": scores})
+        print(f"fit {fit}, reads {read}: " + ", ".join(f"{name} {a:.4f}" for name, a in scores.items()))
+    whole, cut = right["whole", "whole"], right["cut", "cut"]
+    versus = {name: paired_bootstrap(whole[w][rows], cut[w][rows], params.seed) for name, (w, rows) in parts.items()}
+    print("whole minus cut: " + ", ".join(f"{name} {v['delta']:+.4f}" for name, v in versus.items()))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    record = {"commit": commit, "corpus": args.corpus, "rows": len(other), "in_train": in_train, "lengths": lengths}
+    record |= {"nb": asdict(nb), "n": {name: int(rows.sum()) for name, (_, rows) in parts.items()}}
+    write_json(OUT, {**record, "readings": readings, "whole_minus_cut": versus})
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
