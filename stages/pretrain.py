@@ -64,7 +64,7 @@ def texts_to_read(params: Params, raw_dir: Path, corpora_path: Path, tokenizer) 
     split = {name: read_column(raw_dir, name, "text") for name in ("train", "validation", "test")}
     corpora = [(f["source"], corpus_texts(f["source"], params.data.encoding, f.get("resolved"))) for f in found]
     texts, counts = pretraining_texts(split["train"], split["validation"], split["test"], corpora)
-    flat = encode_flat(tokenizer, texts, params.tokenizer.max_len)
+    flat = encode_flat(tokenizer, texts, min(params.tokenizer.max_len, params.model.max_len))  # what a network reads
     return TokenizedSplit(flat.tokens, flat.offsets, torch.zeros(len(texts), dtype=torch.long)), counts
 
 

@@ -73,7 +73,11 @@ def test_device_names_that_are_accepted(device):
         ({"model": {"positional": "alibi"}}, "model.positional='alibi' must be one of"),
         ({"model": {"norm": "sandwich"}}, "model.norm='sandwich' must be one of pre, post"),
         ({"model": {"max_len": 100000}}, "model.max_len=100000 is above the positional table"),
-        ({"tokenizer": {"max_len": 256}}, "tokenizer.max_len=256 exceeds model.max_len=128"),
+        ({"tokenizer": {"max_len": 256}, "nb": {"ngrams": 0}}, "tokenizer.max_len=256 exceeds model.max_len=128"),
+        (
+            {"tokenizer": {"max_len": 256}, "nb": {"role": "base"}},
+            "(a longer cut is read past it only by an n-gram member: nb.ngrams > 0, nb.role member)",
+        ),
         ({"nb": {"fit_len": 64}}, "nb.fit_len=64 is shorter than tokenizer.max_len=128, the cut the n-gram"),
         ({"nb": {"fit_len": 2}}, "nb.fit_len=2 must be >= 3 or null"),
         ({"model": {"n_heads": "4"}}, "model.n_heads='4' must be int, got str"),

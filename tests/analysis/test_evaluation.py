@@ -119,4 +119,5 @@ def test_a_blends_parts_are_its_transformers_and_its_nb_member():
     assert parts(members[0]) == {} and parts(Ensemble(members)) == {}  # no NB member: nothing to split
     found = parts(Ensemble(members, nb))
     assert found["nb"] is nb and list(found["transformers"].members) == members and found["transformers"].nb is None
-    assert parts(Ensemble(members[:1], nb))["transformers"] is members[0]
+    alone = parts(Ensemble(members[:1], nb))["transformers"]  # an Ensemble still: it reads the networks' window
+    assert isinstance(alone, Ensemble) and list(alone.members) == members[:1] and alone.nb is None

@@ -154,3 +154,8 @@ def test_an_n_gram_members_terms_are_attributed_to_their_tokens():
     assert relevance[[0, 2, 4, 5]].abs().max() < 1e-6
     moved = margins(model, ids, explained.toward) - margins(model, ids, explained.toward, torch.zeros(1, 6))
     assert relevance.sum().item() == pytest.approx(moved.item(), abs=0.01)  # all of the margin the member moved
+    # Past the networks' positional table (model.max_len 4), the member still reads token 9 and is credited for it.
+    config = ModelConfig(d_model=16, n_heads=2, n_layers=1, ff_dim=32, num_classes=2, max_len=4)
+    short = Ensemble([TransformerClassifier(config, 50)], nb).eval()
+    relevance = explain(short, ids, toward=torch.tensor([1]), steps=64).relevance[0]
+    assert relevance[3] < -0.05

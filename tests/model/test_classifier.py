@@ -152,6 +152,26 @@ def test_ensemble_predicts_the_mean_probability_of_its_members():
     assert torch.allclose(single(ids), members[0](ids).log_softmax(-1), atol=1e-6)
 
 
+def test_an_ensembles_networks_read_their_first_max_len_tokens_and_its_n_gram_member_all():
+    """A cut longer than the networks' positional table: each network reads the first model.max_len
+    tokens, the n-gram member every token, so a word past the networks' reach still counts."""
+    from scratchformer.model.naive_bayes import NBLogistic
+
+    network = make(max_len=8)
+    nb = NBLogistic(max_n=1, buckets=8, vocab_size=VOCAB, num_classes=2, pad_id=0, scaling="tfidf")
+    with torch.no_grad():
+        nb.idf.fill_(1.0)
+        nb.weight[1 + 7] = torch.tensor([-3.0, 3.0])  # token 7: class 1
+    model = Ensemble([network], nb).eval()
+    ids = torch.tensor([[3, 4, 5, 6, 3, 4, 5, 6, 3, 7, 4, 0]])  # token 7 at position 9, past the networks' 8
+    with torch.no_grad():
+        blended = (network(ids[:, :8]).softmax(-1) + nb(ids).softmax(-1)) / 2
+        assert torch.allclose(model(ids), blended.log(), atol=1e-6)
+        assert not torch.allclose(nb(ids), nb(ids[:, :8]), atol=1e-3)  # the member read token 7
+    with pytest.raises(ValueError, match=r"longer than model\.max_len=8"):
+        network(ids)  # a network alone still refuses what it cannot read
+
+
 def test_ensemble_checkpoint_round_trip(tmp_path):
     from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
 

@@ -274,9 +274,12 @@ def test_evaluate_scores_the_short_reviews_as_the_model_reads_them(tmp_path):
     assert result["short"]["accuracy_ci95"] == wilson(right, len(rows))
 
 
-def _train_with_nb(tmp_path, monkeypatch, nb: dict, max_len: int = 32) -> tuple[list[dict], dict, dict]:
-    """The train stage on a fixture corpus (two networks, one epoch, reviews cut at ``max_len`` tokens) with
-    n-gram section ``nb``: the keyword arguments every member was trained with, the stage's outputs and its metrics."""
+def _train_with_nb(
+    tmp_path, monkeypatch, nb: dict, max_len: int = 32, window: int = 32
+) -> tuple[list[dict], dict, dict]:
+    """The train stage on a fixture corpus (two networks of model.max_len ``window``, one epoch, reviews cut at
+    ``max_len`` tokens) with n-gram section ``nb``: the keyword arguments every member was trained with, the
+    stage's outputs and its metrics."""
     from scratchformer.train import ensemble
     from stages import download, tokenize, train
 
@@ -287,7 +290,7 @@ def _train_with_nb(tmp_path, monkeypatch, nb: dict, max_len: int = 32) -> tuple[
         {
             "data": {"source": "corpus"},
             "tokenizer": {"name": str(write_tokenizer(tmp_path / "tok")), "max_len": max_len},
-            "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 32},
+            "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": window},
             "train": {"epochs": 1, "batch_size": 16, "ensemble": 2},
             "nb": nb,
             "probe": {"text": "房间很差。", "query_token": "差"},
@@ -309,6 +312,31 @@ def _train_with_nb(tmp_path, monkeypatch, nb: dict, max_len: int = 32) -> tuple[
     return calls, out, train.run(params, *inputs, *out.values())
 
 
+def test_the_networks_read_their_first_tokens_and_the_n_gram_member_the_whole_cut(tmp_path, monkeypatch):
+    """tokenizer.max_len 32 over networks of model.max_len 8: each network trains and validates on every
+    review's first 8 tokens, the member's fit reads all 32, and the saved model answers 32-token reviews."""
+    import torch
+
+    from scratchformer.analysis.evaluation import predict_logits
+    from scratchformer.data.tokenized_split import read_tokenized
+    from scratchformer.model.checkpoint import load_checkpoint
+    from scratchformer.train import ensemble
+
+    fits = []
+    fit_nb = ensemble.fit_nb
+    monkeypatch.setattr(ensemble, "fit_nb", lambda *args, **kwargs: fits.append(kwargs) or fit_nb(*args, **kwargs))
+    calls, out, _ = _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2}, max_len=32, window=8)
+    whole = read_tokenized(tmp_path / "tokenized" / "train")
+    assert int(whole.lengths.max()) > 8
+    for kwargs in calls:
+        assert int(kwargs["train_split"].lengths.max()) == 8 and int(kwargs["val_split"].lengths.max()) == 8
+    assert torch.equal(fits[0]["fit_split"].lengths, whole.lengths)  # the member's fit: every token of the cut
+    saved, _ = load_checkpoint(out["model.pt"])
+    validation = read_tokenized(tmp_path / "tokenized" / "validation")
+    assert int(validation.lengths.max()) > 8
+    assert predict_logits(saved, validation, 64).shape == (len(validation), 2)
+
+
 @pytest.mark.parametrize("fit_len", [None, 64])
 def test_the_n_gram_fit_reads_the_train_reviews_at_nb_fit_len(tmp_path, monkeypatch, fit_len):
     """nb.fit_len longer than the cut: tokenize writes the train split again at that length, and the train
@@ -326,7 +354,7 @@ def test_the_n_gram_fit_reads_the_train_reviews_at_nb_fit_len(tmp_path, monkeypa
     assert int(cut.lengths.max()) == 8
     whole = tmp_path / "tokenized" / "nb-train"
     if fit_len is None:
-        assert not whole.exists() and fits[0]["fit_split"] is None
+        assert not whole.exists() and torch.equal(fits[0]["fit_split"].lengths, cut.lengths)
         return
     read = fits[0]["fit_split"]
     assert len(read) == len(cut) and int(read.lengths.max()) > 8  # the same reviews, not cut at 8

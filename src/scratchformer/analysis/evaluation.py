@@ -41,8 +41,7 @@ def parts(model: Classifier) -> dict[str, torch.nn.Module]:
     """
     if not isinstance(model, Ensemble) or model.nb is None:
         return {}
-    members = list(model.members)
-    return {"transformers": members[0] if len(members) == 1 else Ensemble(members), "nb": model.nb}
+    return {"transformers": Ensemble(list(model.members)), "nb": model.nb}  # each reads what it reads in the blend
 
 
 def rounded(value: float) -> float:

@@ -76,7 +76,8 @@ def gated(model: Classifier, gate: Tensor) -> Iterator[None]:
     """Within the block, each token's input vectors are multiplied by ``gate`` (B, T): 0 blanks the token."""
 
     def scale(_module: nn.Module, _inputs: tuple, output: Tensor) -> Tensor:
-        return output * gate[..., None].to(output.dtype)  # (…, B, T, C) * (B, T, 1)
+        T = output.size(-2)  # a network reads the first model.max_len tokens, an n-gram member all
+        return output * gate[:, :T, None].to(output.dtype)  # (…, B, T, C) * (B, T, 1)
 
     handles = [m.register_forward_hook(scale) for m in _gated_modules(model)]
     try:

@@ -72,11 +72,14 @@ class Params:
             self.seed,
             f"must be in 0..{SEEDS - 1 - members}: numpy and torch take seeds in [0, 2**32){also}",
         )
+        # The networks read the first model.max_len tokens (their positional table); only an n-gram
+        # member of the ensemble reads the rest of a longer cut.
         require(
-            self.tokenizer.max_len <= self.model.max_len,
+            self.tokenizer.max_len <= self.model.max_len or (self.nb.ngrams > 0 and self.nb.role == "member"),
             "tokenizer.max_len",
             self.tokenizer.max_len,
-            f"exceeds model.max_len={self.model.max_len}, the positional table; raise model.max_len too",
+            f"exceeds model.max_len={self.model.max_len}, the positional table; raise model.max_len too "
+            "(a longer cut is read past it only by an n-gram member: nb.ngrams > 0, nb.role member)",
         )
         require(
             self.nb.fit_len is None or self.nb.fit_len >= self.tokenizer.max_len,

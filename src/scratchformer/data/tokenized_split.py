@@ -56,6 +56,16 @@ class TokenizedSplit:
         flat = encode_flat(tokenizer, texts, max_len)
         return cls(flat.tokens, flat.offsets, torch.as_tensor(labels, dtype=torch.long))
 
+    def prefix(self, n: int) -> TokenizedSplit:
+        """Each sequence's first ``n`` ids (all of a shorter one): what a network that reads ``n`` tokens sees."""
+        lengths = np.diff(self.offsets)
+        if lengths.max(initial=0) <= n:
+            return self
+        position = np.arange(len(self.tokens)) - np.repeat(self.offsets[:-1], lengths)  # within its sequence
+        kept = np.minimum(lengths, n)
+        offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
+        return TokenizedSplit(self.tokens[position < n], offsets, self.labels)
+
     def batch(self, index, pad_id: int) -> Tensor:
         """Rows ``index`` (B,) as one (B, max length) tensor right-padded with ``pad_id``."""
         index = np.asarray(index, dtype=np.int64)

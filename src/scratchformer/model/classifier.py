@@ -168,9 +168,11 @@ class Ensemble(Classifier):
 
     ``nb``, when given, is an n-gram model of another kind (:mod:`scratchformer.model.naive_bayes`).
     As a member (``nb_role`` member) it weighs as much as all Transformer members together:
-    the prediction is ½ mean_k p_k + ½ p_nb. As the base (``nb_role`` base) its logits are
-    added to each member's, which learnt on top of them: the prediction is
-    mean_k softmax(z_k + z_nb).
+    the prediction is ½ mean_k p_k + ½ p_nb. It reads every token it is given, where the
+    networks read the first ``model.max_len`` (their positional table): with a tokenizer cut
+    longer than that (``tokenizer.max_len``) it reads the rest of a long review too. As the
+    base (``nb_role`` base) its logits are added to each member's, which learnt on top of
+    them: the prediction is mean_k softmax(z_k + z_nb).
     """
 
     def __init__(
@@ -185,8 +187,9 @@ class Ensemble(Classifier):
         self.pad_id = members[0].pad_id
 
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
-        first = self.members[0].inspect(input_ids, layer)
-        logits = [first.logits, *(member(input_ids) for member in self.members[1:])]
+        window = input_ids[:, : self.config.max_len]  # the networks read the first model.max_len tokens
+        first = self.members[0].inspect(window, layer)
+        logits = [first.logits, *(member(window) for member in self.members[1:])]
         if self.nb is not None and self.nb_role == "base":
             base = self.nb(input_ids).float()
             logits = [x.float() + base for x in logits]

@@ -37,7 +37,7 @@ ARCHITECTURES = ("TransformerClassifier", "Ensemble")
 BOUNDS: dict[str, tuple[int, int]] = {
     "members": (1, 64),
     "vocab_size": (1, 1 << 22),
-    "tokenizer_max_len": (3, 1 << 20),  # also at most model.max_len, checked below
+    "tokenizer_max_len": (3, 1 << 20),  # also at most model.max_len without an n-gram member, checked below
     "model.d_model": (1, 16384),
     "model.n_heads": (1, 256),
     "model.n_layers": (1, 256),
@@ -92,8 +92,12 @@ def check_config(config: dict, path: Path) -> ModelConfig:
         if nb.get("role", "member") not in NB_ROLES:
             raise FolderError(f"{path}: key 'nb.role' must be one of {', '.join(NB_ROLES)}, got {nb['role']!r}")
     length = _integer(path, "tokenizer_max_len", config["tokenizer_max_len"])
-    if length > model.max_len:
-        raise FolderError(f"{path}: key 'tokenizer_max_len' is {length}, above model.max_len={model.max_len}")
+    member = nb is not None and nb.get("role", "member") == "member"  # only it reads past the networks' tokens
+    if length > model.max_len and not member:
+        raise FolderError(
+            f"{path}: key 'tokenizer_max_len' is {length}, above model.max_len={model.max_len} "
+            "with no n-gram member to read the rest"
+        )
     check_labels(config, path, model.num_classes)
     return model
 

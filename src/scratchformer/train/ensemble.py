@@ -93,18 +93,18 @@ def train_ensemble(
     seed+1, …, each keeping its best epoch; member 0's curves and probe snapshots are the
     plotted ones. With ``nb.ngrams`` > 0 the NB model is fit first (:func:`fit_nb`): it
     joins the ensemble (``nb.role`` member) or only teaches (teacher, ``nb.distill`` > 0),
-    and the saved model is then the Transformers alone. The NB model's fit reads ``nb_train_split``
-    (the train reviews at ``nb.fit_len``) when given. With ``train.teachers`` > 0, networks
+    and the saved model is then the Transformers alone. The networks read each review's first
+    ``model.max_len`` tokens, the NB model's fit all of it (or ``nb_train_split``, cut at ``nb.fit_len``).
+    With ``train.teachers`` > 0, networks
     trained first teach the saved one instead (:func:`teaching`). ``recording`` keeps the
     curves and the resumable state; every process of a multi-process run (``world``) calls this.
     """
-    shown = make_probe(probe, tokenizer, max_len)
-    splits = dict(train_split=train_split, val_split=val_split, fit_split=nb_train_split)
-    fitted = fit_nb(nb, model.num_classes, tokenizer, **splits) if nb.ngrams else None
-    common = dict(
-        seed=seed, model=model, train=train, tokenizer=tokenizer, device=device, world=world
-    )  # every member's
-    common |= dict(train_split=train_split, val_split=val_split, pretrained_path=pretrained_path, recording=recording)
+    shown = make_probe(probe, tokenizer, min(max_len, model.max_len))
+    window = dict(train_split=train_split.prefix(model.max_len), val_split=val_split.prefix(model.max_len))
+    whole = dict(val_split=val_split, fit_split=train_split if nb_train_split is None else nb_train_split)
+    fitted = fit_nb(nb, model.num_classes, tokenizer, train_split=window["train_split"], **whole) if nb.ngrams else None
+    common = dict(seed=seed, model=model, train=train, tokenizer=tokenizer, device=device, world=world)  # each member
+    common |= dict(**window, pretrained_path=pretrained_path, recording=recording)
     common["base"] = fitted.base() if fitted and nb.role == "base" else None
     teachers, teacher, distill = teaching(train, nb, fitted, common)
     members = [
@@ -264,8 +264,8 @@ def fit_nb(
     teacher, or they answer a base's train texts while the base fit on all of train answers
     the rest. The train accuracy is then out of fold, every text answered by the model that never saw it.
 
-    ``fit_split``, when given, holds the same train reviews cut longer than the model's cut
-    (``nb.fit_len``): the fit reads it, so a long review lends all its n-grams. Each text's
+    ``fit_split``, when given, holds the same train reviews cut longer than the networks read
+    them (``train_split``): the fit reads it, so a long review lends all its n-grams. Each text's
     fold is still drawn from its ids in ``train_split``, as the networks' batches carry them.
     """
     pad_id = tokenizer.pad_token_id
