@@ -110,6 +110,10 @@ def test_the_card_says_what_an_nb_member_or_teacher_contributed(tmp_path):
     blend = model_card({**config, "nb": {"max_n": 3, "buckets": 64}}, 10, from_dict({}), evaluation, {})
     assert "Half of every answer is the n-gram member's" in blend
     assert "the n-gram model alone scores 0.9280, the Transformer part alone 0.9180, the whole 0.9300" in blend
+    assert "It reads at most 24 tokens; the rest" in blend  # networks and member read the same cut
+    longer = {**config, "model": config["model"] | {"max_len": 16}, "nb": {"max_n": 3, "buckets": 64}}
+    card = model_card(longer, 10, from_dict({}), evaluation, {})
+    assert "It reads at most 24 tokens (its networks the first 16, its n-gram member all); the rest" in card
     based = model_card({**config, "nb": {"max_n": 3, "buckets": 64, "role": "base"}}, 10, from_dict({}), evaluation, {})
     assert "Every answer starts from an n-gram model's" in based and "Half of every answer" not in based
     assert "the networks alone, without it 0.9180" in based

@@ -130,6 +130,12 @@ def _revision(params: Params) -> str:
     return "the newest when the pipeline ran (the commit read is in data/inputs/corpus.json)"
 
 
+def _window(config: dict) -> str:
+    """How a cut longer than the networks' positional table is read (nothing to say when it is not longer)."""
+    window = config.get("model", {}).get("max_len", config["tokenizer_max_len"])
+    return f" (its networks the first {window}, its n-gram member all)" if config["tokenizer_max_len"] > window else ""
+
+
 def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
     """What an n-gram model contributed, as limits: its share of a blend's answer, or what it taught."""
     lines = []
@@ -243,7 +249,8 @@ def model_card(
         "drive its answers, how its attention evolves. Not for decisions about people.\n"
         "- It knows the kind of text it was trained on (the training data above; by default ChnSentiCorp's "
         "Chinese online reviews). Expect lower accuracy on other kinds of text and other languages.\n"
-        f"- It reads at most {config['tokenizer_max_len']} tokens; the rest of a longer text is not seen.\n"
+        f"- It reads at most {config['tokenizer_max_len']} tokens{_window(config)}; the rest of a longer text is "
+        "not seen.\n"
         "- Characters the vocabulary lacks become [UNK]; a text made only of them still gets an answer, "
         "with a warning that it is a guess.\n"
         "- Its probabilities are the softmax of its logits, not calibrated chances: read them as a ranking."
