@@ -61,7 +61,7 @@ class TokenizedSplit:
         lengths = np.diff(self.offsets)
         if lengths.max(initial=0) <= n:
             return self
-        position = np.arange(len(self.tokens)) - np.repeat(self.offsets[:-1], lengths)  # within its sequence
+        position = np.arange(len(self.tokens)) - np.repeat(self.offsets[:-1], lengths)  # (total,): within its sequence
         kept = np.minimum(lengths, n)
         offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
         return TokenizedSplit(self.tokens[position < n], offsets, self.labels)

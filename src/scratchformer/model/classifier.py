@@ -187,7 +187,7 @@ class Ensemble(Classifier):
         self.pad_id = members[0].pad_id
 
     def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
-        window = input_ids[:, : self.config.max_len]  # the networks read the first model.max_len tokens
+        window = input_ids[:, : self.config.max_len]  # (B, min(T, model.max_len)): what the networks read
         first = self.members[0].inspect(window, layer)
         logits = [first.logits, *(member(window) for member in self.members[1:])]
         if self.nb is not None and self.nb_role == "base":
