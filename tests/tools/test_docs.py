@@ -74,6 +74,12 @@ def test_every_generated_block_has_a_generator():
             "python benchmarks/transfer.py --name two-networks",
         ),
         ("member-length", transfer.member_length_block, transfer.MEMBER_LENGTH, "python benchmarks/member_length.py"),
+        (
+            "transfer-member-reads-256",
+            transfer.transfer_block,
+            transfer.RESULTS.with_name("transfer-member-reads-256.json"),
+            "python benchmarks/transfer.py --name member-reads-256 (on the default with tokenizer.max_len=256)",
+        ),
     ],
 )
 def test_the_docs_quote_what_the_benchmarks_last_measured(name, make, results, command):
