@@ -17,13 +17,12 @@ with the cut on both, on the same reviews (paired bootstrap). Writes
 from __future__ import annotations
 
 import argparse
-import itertools
 import subprocess
 from dataclasses import asdict
 
 import numpy as np
 import torch
-from transfer import other_corpus
+from transfer import length_bands, other_corpus
 
 from scratchformer.analysis.evaluation import predict_logits
 from scratchformer.analysis.scoring import paired_bootstrap
@@ -31,9 +30,9 @@ from scratchformer.config import load_params
 from scratchformer.data.ingest import read_split
 from scratchformer.data.labels import Classes
 from scratchformer.data.tokenization import load_saved_tokenizer
-from scratchformer.data.tokenized_split import TokenizedSplit, batches
+from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.files import write_json
-from scratchformer.model.naive_bayes import NBLogistic
+from scratchformer.train.ensemble import fit_nb
 
 OUT = "benchmarks/results/member_length.json"
 READINGS = (("cut", "cut"), ("whole", "cut"), ("whole", "whole"))  # (the fit's reviews, the reviews it reads)
@@ -52,26 +51,32 @@ def main() -> None:
     train, validation = read_split("data/raw", "train"), read_split("data/raw", "validation")
     other, in_train = other_corpus(args.corpus, set(train["text"]), classes, params.data)
     lengths = {"cut": params.tokenizer.max_len, "whole": args.whole}
-    nb, pad_id = params.nb, tokenizer.pad_token_id
-
-    def split(frame, length: str) -> TokenizedSplit:
-        return TokenizedSplit.encoded(tokenizer, frame["text"].tolist(), frame["label"].to_numpy(), lengths[length])
-
-    fitted = {}
-    for length in ("cut", "whole"):
-        fitted[length] = NBLogistic(nb.ngrams, nb.buckets, len(tokenizer), len(classes), pad_id, nb.scaling)
-        fitted[length].fit(list(batches(split(train, length), 256, pad_id)), nb.c)
+    frames = {"train": train, "validation": validation, "other": other}
+    split = {  # each frame tokenized once at each length
+        (name, length): TokenizedSplit.encoded(tokenizer, f["text"].tolist(), f["label"].to_numpy(), cut)
+        for name, f in frames.items()
+        for length, cut in lengths.items()
+    }
+    fitted = {  # as the train stage fits the member (folds and validation at the cut)
+        length: fit_nb(
+            params.nb,
+            len(classes),
+            tokenizer,
+            train_split=split["train", "cut"],
+            val_split=split["validation", "cut"],
+            fit_split=split["train", length],
+        ).model
+        for length in lengths
+    }
     right = {}
     for fit, read in READINGS:
-        frames = (validation, other)
         with torch.no_grad():
-            logits = [predict_logits(fitted[fit], split(f, read), 512) for f in frames]
-        right[fit, read] = [z.argmax(1).numpy() == f["label"].to_numpy() for z, f in zip(logits, frames, strict=True)]
+            answers = {n: predict_logits(fitted[fit], split[n, read], 512).argmax(1) for n in ("validation", "other")}
+        right[fit, read] = [answers[name].numpy() == frames[name]["label"].to_numpy() for name in answers]
 
     chars = other["text"].str.len().to_numpy()
     parts = {"validation": (0, np.ones(len(validation), dtype=bool))}
-    for lo, hi in itertools.pairwise([0, *args.bands, int(chars.max())]):
-        parts[f"{lo + 1}-{hi}"] = (1, (chars > lo) & (chars <= hi))
+    parts |= {f"{first}-{last}": (1, rows) for (first, last), rows in length_bands(chars, args.bands)}
     readings = []
     for (fit, read), sides in right.items():
         scores = {name: float(sides[which][rows].mean()) for name, (which, rows) in parts.items()}
@@ -82,7 +87,7 @@ def main() -> None:
     print("whole minus cut: " + ", ".join(f"{name} {v['delta']:+.4f}" for name, v in versus.items()))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     record = {"commit": commit, "corpus": args.corpus, "rows": len(other), "in_train": in_train, "lengths": lengths}
-    record |= {"nb": asdict(nb), "n": {name: int(rows.sum()) for name, (_, rows) in parts.items()}}
+    record |= {"nb": asdict(params.nb), "n": {name: int(rows.sum()) for name, (_, rows) in parts.items()}}
     write_json(OUT, {**record, "readings": readings, "whole_minus_cut": versus})
     print(f"wrote {OUT}")
 

@@ -54,19 +54,24 @@ def model_answers(texts: list[str], labels: np.ndarray, model, tokenizer_dir: st
     return predict_logits(model, split, 512).argmax(dim=1).numpy()
 
 
+def length_bands(length: np.ndarray, ends: list[int]) -> list[tuple[tuple[int, int], np.ndarray]]:
+    """The bands of ``length`` (characters, up to each of ``ends``, then the rest): (first, last) and its rows."""
+    edges = itertools.pairwise([0, *ends, int(length.max())])
+    return [((lo + 1, hi), (length > lo) & (length <= hi)) for lo, hi in edges]
+
+
 def band_scores(length: np.ndarray, right: dict[str, np.ndarray], ends: list[int], seed: int) -> list[dict]:
-    """Per band of ``length`` (characters, up to each of ``ends``, then the rest): every reader's accuracy,
-    and the model's minus TF-IDF LR's on the same reviews with its paired bootstrap interval."""
+    """Per band of ``length`` (:func:`length_bands`): every reader's accuracy, and the model's minus
+    TF-IDF LR's on the same reviews with its paired bootstrap interval."""
     bands = []
-    for lo, hi in itertools.pairwise([0, *ends, int(length.max())]):
-        rows = (length > lo) & (length <= hi)
+    for (first, last), rows in length_bands(length, ends):
         versus = paired_bootstrap(right["model"][rows], right["TF-IDF LR"][rows], seed)
         accuracy = {name: float(r[rows].mean()) for name, r in right.items()}
-        bands.append({"chars": [lo + 1, hi], "n": int(rows.sum()), "accuracy": accuracy, "model_minus_tfidf": versus})
+        bands.append({"chars": [first, last], "n": int(rows.sum()), "accuracy": accuracy, "model_minus_tfidf": versus})
         shown = ", ".join(f"{name} {a:.4f}" for name, a in accuracy.items())
         d, ci = versus["delta"], versus["ci95"]
         print(
-            f"{lo + 1}-{hi} chars, {rows.sum()} reviews: {shown}; model - TF-IDF LR {d:+.4f} "
+            f"{first}-{last} chars, {rows.sum()} reviews: {shown}; model - TF-IDF LR {d:+.4f} "
             f"[{ci['lo']:+.4f}, {ci['hi']:+.4f}]"
         )
     return bands

@@ -151,3 +151,10 @@ def test_an_encoded_split_holds_each_text_as_encode_flat_tokenizes_it_in_order_w
         flat.tokens[a:b].tolist() for a, b in zip(flat.offsets[:-1], flat.offsets[1:], strict=True)
     ]
     assert split.labels.tolist() == [1, 0, 1, 1, 0] and split.labels.dtype == torch.long
+
+
+def test_a_splits_prefix_keeps_each_sequences_first_ids():
+    split = TokenizedSplit.from_sequences([[5, 6, 7, 8, 9], [5, 6], [], [1, 2, 3]], [0, 1, 0, 1])
+    cut = split.prefix(3)
+    assert [cut.sequence(i).tolist() for i in range(4)] == [[5, 6, 7], [5, 6], [], [1, 2, 3]]
+    assert torch.equal(cut.labels, split.labels) and split.prefix(5) is split  # nothing to cut: the split itself

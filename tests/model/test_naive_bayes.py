@@ -172,13 +172,6 @@ def test_an_out_of_fold_teacher_answers_no_text_from_memory():
     assert fitted.base().train is fitted.out_of_fold and fitted.base().full is fitted.model
 
 
-def test_a_splits_prefix_keeps_each_sequences_first_ids():
-    split = TokenizedSplit.from_sequences([[5, 6, 7, 8, 9], [5, 6], [], [1, 2, 3]], [0, 1, 0, 1])
-    cut = split.prefix(3)
-    assert [cut.sequence(i).tolist() for i in range(4)] == [[5, 6, 7], [5, 6], [], [1, 2, 3]]
-    assert torch.equal(cut.labels, split.labels) and split.prefix(5) is split  # nothing to cut: the split itself
-
-
 def test_the_fit_reads_the_longer_train_split_and_draws_each_text_fold_from_the_cut():
     """nb.fit_len: the fit learns from what the model's cut leaves out; out of fold, each text is still
     answered by the model that never saw it, as the networks' batches (the cut ids) route it."""

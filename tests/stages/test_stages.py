@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import yaml
@@ -274,12 +275,16 @@ def test_evaluate_scores_the_short_reviews_as_the_model_reads_them(tmp_path):
     assert result["short"]["accuracy_ci95"] == wilson(right, len(rows))
 
 
-def _train_with_nb(
-    tmp_path, monkeypatch, nb: dict, max_len: int = 32, window: int = 32
-) -> tuple[list[dict], dict, dict]:
+class TrainRun(NamedTuple):
+    members: list[dict]  # the keyword arguments each network was trained with
+    fits: list[dict]  # those each n-gram fit was given
+    out: dict  # the stage's outputs, by name
+    metrics: dict
+
+
+def _train_with_nb(tmp_path, monkeypatch, nb: dict, max_len: int = 32, window: int = 32) -> TrainRun:
     """The train stage on a fixture corpus (two networks of model.max_len ``window``, one epoch, reviews cut at
-    ``max_len`` tokens) with n-gram section ``nb``: the keyword arguments every member was trained with, the
-    stage's outputs and its metrics."""
+    ``max_len`` tokens) with n-gram section ``nb``, watched."""
     from scratchformer.train import ensemble
     from stages import download, tokenize, train
 
@@ -299,17 +304,18 @@ def _train_with_nb(
     download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
     tokenize.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "tokenized", tmp_path / "tokenizer")
     save_no_pretraining(tmp_path / "pretrained.pt")
-    calls = []
-    member = ensemble.train_member
+    calls, fits = [], []
+    member, fit_nb = ensemble.train_member, ensemble.fit_nb
 
     def spied(k, **kwargs):
         calls.append(kwargs)
         return member(k, **kwargs)
 
     monkeypatch.setattr(ensemble, "train_member", spied)
+    monkeypatch.setattr(ensemble, "fit_nb", lambda *args, **kwargs: fits.append(kwargs) or fit_nb(*args, **kwargs))
     out = {name: tmp_path / name for name in ("model.pt", "live", "snapshots.json", "metrics.json", "state.pt")}
     inputs = (tmp_path / "tokenized", tmp_path / "tokenizer", tmp_path / "pretrained.pt")
-    return calls, out, train.run(params, *inputs, *out.values())
+    return TrainRun(calls, fits, out, train.run(params, *inputs, *out.values()))
 
 
 def test_the_networks_read_their_first_tokens_and_the_n_gram_member_the_whole_cut(tmp_path, monkeypatch):
@@ -320,12 +326,8 @@ def test_the_networks_read_their_first_tokens_and_the_n_gram_member_the_whole_cu
     from scratchformer.analysis.evaluation import predict_logits
     from scratchformer.data.tokenized_split import read_tokenized
     from scratchformer.model.checkpoint import load_checkpoint
-    from scratchformer.train import ensemble
 
-    fits = []
-    fit_nb = ensemble.fit_nb
-    monkeypatch.setattr(ensemble, "fit_nb", lambda *args, **kwargs: fits.append(kwargs) or fit_nb(*args, **kwargs))
-    calls, out, _ = _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2}, max_len=32, window=8)
+    calls, fits, out, _ = _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2}, max_len=32, window=8)
     whole = read_tokenized(tmp_path / "tokenized" / "train")
     assert int(whole.lengths.max()) > 8
     for kwargs in calls:
@@ -344,12 +346,8 @@ def test_the_n_gram_fit_reads_the_train_reviews_at_nb_fit_len(tmp_path, monkeypa
     import torch
 
     from scratchformer.data.tokenized_split import read_tokenized
-    from scratchformer.train import ensemble
 
-    fits = []
-    fit_nb = ensemble.fit_nb
-    monkeypatch.setattr(ensemble, "fit_nb", lambda *args, **kwargs: fits.append(kwargs) or fit_nb(*args, **kwargs))
-    _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2, "fit_len": fit_len}, max_len=8)
+    fits = _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2, "fit_len": fit_len}, max_len=8).fits
     cut = read_tokenized(tmp_path / "tokenized" / "train")
     assert int(cut.lengths.max()) == 8
     whole = tmp_path / "tokenized" / "nb-train"
@@ -376,7 +374,7 @@ def test_a_teacher_teaches_every_member_and_stays_out_of_the_saved_model(tmp_pat
     from scratchformer.model.naive_bayes import OutOfFold
 
     nb = {"ngrams": 2, "role": "teacher", "distill": 0.5, "distill_folds": folds}
-    calls, out, metrics = _train_with_nb(tmp_path, monkeypatch, nb)
+    calls, _, out, metrics = _train_with_nb(tmp_path, monkeypatch, nb)
     taught = [kwargs["teacher"] for kwargs in calls]
     assert len(taught) == 2 and taught[0] is taught[1] is not None  # one teacher, fit once, for every member
     assert isinstance(taught[0], OutOfFold) == (folds > 1)
@@ -400,7 +398,7 @@ def test_a_base_answers_train_out_of_fold_and_is_added_to_every_saved_member(tmp
     from scratchformer.model.classifier import Ensemble
     from scratchformer.model.naive_bayes import NBLogistic, OutOfFold
 
-    calls, out, _ = _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2, "role": "base", "distill_folds": folds})
+    calls, _, out, _ = _train_with_nb(tmp_path, monkeypatch, {"ngrams": 2, "role": "base", "distill_folds": folds})
     assert all(kwargs["teacher"] is None for kwargs in calls)
     bases = [kwargs["base"] for kwargs in calls]
     assert len(bases) == 2 and bases[0] is bases[1] is not None  # one base, fit once, under every member
@@ -426,6 +424,30 @@ def test_pretraining_refuses_fingerprints_of_other_corpora_than_params_lists(tmp
         DataError, match=r"pretrain\.json fingerprints \['online-shopping'\], but pretrain\.corpora is \[\]"
     ):
         texts_to_read(params, tmp_path / "raw", listed, tokenizer=None)
+
+
+def test_pretraining_reads_what_a_network_reads_of_a_longer_cut(tmp_path, monkeypatch):
+    """tokenizer.max_len 32 over networks of model.max_len 8 (an n-gram member reads the rest): the pretraining
+    texts are cut at 8, the tokens the encoder being pretrained can read."""
+    from stages import download
+
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "corpus", sizes=(80, 30, 30))
+    (tmp_path / "inputs.json").write_text(json.dumps({"source": "corpus"}))
+    tokenizer = write_tokenizer(tmp_path / "tok")
+    params = from_dict(
+        {
+            "data": {"source": "corpus"},
+            "tokenizer": {"name": str(tokenizer), "max_len": 32},
+            "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "ff_dim": 32, "max_len": 8},
+            "nb": {"ngrams": 2},
+            "probe": {"text": "房间很差。", "query_token": "差"},
+        }
+    )
+    download.run(params, tmp_path / "inputs.json", tmp_path / "raw", tmp_path / "data.json", tmp_path / "issues")
+    (tmp_path / "pretrain.json").write_text("[]", encoding="utf-8")
+    texts, _ = texts_to_read(params, tmp_path / "raw", tmp_path / "pretrain.json", load_tokenizer(str(tokenizer)))
+    assert int(texts.lengths.max()) == 8
 
 
 def test_teachers_train_first_and_teach_the_one_network_that_is_saved(tmp_path, monkeypatch):

@@ -273,7 +273,8 @@ def fit_nb(
     def new() -> NBLogistic:
         return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id, config.scaling)
 
-    train = list(batches(train_split if fit_split is None else fit_split, 256, pad_id))
+    fit_split = train_split if fit_split is None else fit_split
+    train = list(batches(fit_split, 256, pad_id))
     k = config.distill_folds
     full = None
     if k == 1 or config.role != "teacher":
@@ -281,7 +282,8 @@ def fit_nb(
         train_accuracy = full.fit(train, config.c)
     folded = None
     if k > 1:
-        folds = [text_folds(ids, k, pad_id) for ids, _ in batches(train_split, 256, pad_id)]
+        cut = train if fit_split is train_split else batches(train_split, 256, pad_id)  # the networks' ids
+        folds = [text_folds(ids, k, pad_id) for ids, _ in cut]
         models = [new() for _ in range(k)]
         for j, model in enumerate(models):
             model.fit([(ids[f != j], y[f != j]) for (ids, y), f in zip(train, folds, strict=True)], config.c)
