@@ -63,6 +63,10 @@ def _integer(path: Path, key: str, value: Any) -> int:
     return value
 
 
+def _token_id(value: Any, vocab: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < vocab
+
+
 def check_config(config: dict, path: Path) -> ModelConfig:
     """config.json's sizes, types and labels, checked against bounds and each other; its model section, built."""
     raw = config["model"]
@@ -78,17 +82,20 @@ def check_config(config: dict, path: Path) -> ModelConfig:
     _integer(path, "members", config["members"])
     vocab = _integer(path, "vocab_size", config["vocab_size"])
     pad = config["pad_id"]
-    if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < vocab:
+    if not _token_id(pad, vocab):
         raise FolderError(f"{path}: key 'pad_id' must be an integer in 0..{vocab - 1} (vocab_size), got {pad!r}")
     nb = config["nb"]
     if nb is not None:
-        if not isinstance(nb, dict) or set(nb) - {"scaling", "role"} != {"max_n", "buckets"}:
-            raise FolderError(f"{path}: key 'nb' must be null or {{max_n, buckets, scaling, role}}, got {nb!r}")
+        if not isinstance(nb, dict) or set(nb) - {"scaling", "role", "skip"} != {"max_n", "buckets"}:
+            raise FolderError(f"{path}: key 'nb' must be null or {{max_n, buckets, scaling, role, skip}}, got {nb!r}")
         _integer(path, "nb.max_n", nb["max_n"])
         _integer(path, "nb.buckets", nb["buckets"])
         if nb.get("scaling", "nb") not in SCALINGS:
             kinds = ", ".join(SCALINGS)
             raise FolderError(f"{path}: key 'nb.scaling' must be one of {kinds}, got {nb['scaling']!r}")
+        skip = nb.get("skip", [])
+        if not (isinstance(skip, list) and len(skip) <= 64 and all(_token_id(t, vocab) for t in skip)):
+            raise FolderError(f"{path}: key 'nb.skip' must be a list of token ids in 0..{vocab - 1}, got {skip!r}")
         if nb.get("role", "member") not in NB_ROLES:
             raise FolderError(f"{path}: key 'nb.role' must be one of {', '.join(NB_ROLES)}, got {nb['role']!r}")
     length = _integer(path, "tokenizer_max_len", config["tokenizer_max_len"])

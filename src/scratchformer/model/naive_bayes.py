@@ -18,7 +18,9 @@ reviews). ``scaling`` picks one.
 
 It reads the same token ids as the Transformer (bert-base-chinese splits Chinese
 into characters, so token n-grams are character n-grams), hashes the 2..max_n-grams
-like :mod:`scratchformer.model.ngrams`, and has no parameter in common with the
+like :mod:`scratchformer.model.ngrams`, and reads the tokens ``skip`` names as padding: the
+tokenizer's [CLS] and [SEP] are no part of a review's text, and an n-gram across them marks
+where a review starts and ends, which TF-IDF LR's characters do not say. It has no parameter in common with the
 Transformer members: it is fit before them, on the train split alone, in one
 full-batch L-BFGS run, and makes different mistakes. :class:`~scratchformer.model.classifier.Ensemble`
 gives it the same weight as all Transformer members together.
@@ -50,7 +52,8 @@ class NBLogistic(nn.Module):
     """input_ids (B, T) -> logits (B, K) from the 1..max_n-grams in each text.
 
     ``scaling`` nb: each n-gram's presence, weighted by its log-count ratio (NBSVM);
-    tfidf: its TF-IDF value (both above).
+    tfidf: its TF-IDF value (both above). ``skip``: token ids read as padding (no feature,
+    and no n-gram across them), e.g. the tokenizer's [CLS] and [SEP].
     """
 
     def __init__(
@@ -61,10 +64,11 @@ class NBLogistic(nn.Module):
         num_classes: int,
         pad_id: int,
         scaling: Literal["nb", "tfidf"] = "nb",
+        skip: tuple[int, ...] = (),
     ) -> None:
         super().__init__()
         self.max_n, self.buckets, self.vocab_size, self.pad_id = max_n, buckets, vocab_size, pad_id
-        self.scaling = scaling
+        self.scaling, self.skip = scaling, tuple(skip)
         features = 1 + vocab_size + buckets  # row 0: "no feature here" (PAD, n-grams touching PAD, repeats)
         if scaling == "nb":
             self.register_buffer("ratio", torch.zeros(features, num_classes))  # r, fixed once fit
@@ -80,17 +84,22 @@ class NBLogistic(nn.Module):
 
     def description(self) -> dict:
         """What a checkpoint or a model folder records to rebuild it: :meth:`from_description` reads it back."""
-        return {"max_n": self.max_n, "buckets": self.buckets, "scaling": self.scaling}
+        described = {"max_n": self.max_n, "buckets": self.buckets, "scaling": self.scaling}
+        return described | ({"skip": list(self.skip)} if self.skip else {})
 
     @classmethod
     def from_description(cls, description: dict, vocab_size: int, num_classes: int, pad_id: int) -> NBLogistic:
-        """The untrained member a :meth:`description` names (one written before ``scaling`` existed: nb)."""
-        scaling = description.get("scaling", "nb")
-        return cls(description["max_n"], description["buckets"], vocab_size, num_classes, pad_id, scaling)
+        """The untrained member a :meth:`description` names (one written before ``scaling`` existed: nb;
+        before ``skip``: none skipped)."""
+        scaling, skip = description.get("scaling", "nb"), tuple(description.get("skip", ()))
+        return cls(description["max_n"], description["buckets"], vocab_size, num_classes, pad_id, scaling, skip)
 
     def distinct(self, input_ids: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """(B, T) -> (B, max_n * T) feature ids, each distinct feature of a text once (the rest 0), its count,
         and the token it first ends at."""
+        if self.skip:  # a skipped token is padding here: no feature, and no n-gram reaches across it
+            skipped = torch.isin(input_ids, torch.tensor(self.skip, device=input_ids.device))
+            input_ids = input_ids.masked_fill(skipped, self.pad_id)
         unigrams = (input_ids + 1).masked_fill(input_ids == self.pad_id, 0)
         longer = [
             torch.where(ids > 0, ids + self.vocab_size, 0)

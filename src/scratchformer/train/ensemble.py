@@ -270,8 +270,10 @@ def fit_nb(
     """
     pad_id = tokenizer.pad_token_id
 
+    skip = () if config.special_tokens else (tokenizer.cls_token_id, tokenizer.sep_token_id)
+
     def new() -> NBLogistic:
-        return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id, config.scaling)
+        return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id, config.scaling, skip)
 
     fit_split = train_split if fit_split is None else fit_split
     train = list(batches(fit_split, 256, pad_id))
