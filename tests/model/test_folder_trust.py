@@ -148,6 +148,8 @@ INSANE = [
     ("nb", {"max_n": 200, "buckets": 64}, "nb.max_n"),
     ("nb", {"max_n": 2, "buckets": 64, "scaling": "svm"}, "nb.scaling"),
     ("nb", {"max_n": 2, "buckets": 64, "role": "teacher"}, "nb.role"),
+    ("nb", {"max_n": 2, "buckets": 64, "skip": [-1]}, "nb.skip"),
+    ("nb", {"max_n": 2, "buckets": 64, "skip": "[CLS]"}, "nb.skip"),
     ("class_names", ["negative", "negative"], "class_names"),
     ("class_names", ["negative", 1], "class_names"),
 ]

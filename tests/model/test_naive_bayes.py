@@ -143,7 +143,7 @@ def test_a_texts_fold_is_read_from_the_text_alone_and_the_folds_are_even():
 class Vocabulary:
     """What :func:`fit_nb` reads of a tokenizer: its size and its PAD id."""
 
-    pad_token_id = PAD
+    pad_token_id, cls_token_id, sep_token_id = PAD, 1, 2
 
     def __len__(self) -> int:
         return VOCAB
@@ -195,6 +195,29 @@ def test_the_fit_reads_the_longer_train_split_and_draws_each_text_fold_from_the_
     with torch.no_grad():
         right = (folded(long[:, :cut]).argmax(dim=1) == noise).float().mean().item()
     assert 0.35 < right < 0.65
+
+
+def test_a_member_that_skips_the_markers_reads_only_the_texts_tokens(tmp_path):
+    """nb.special_tokens false: [CLS] and [SEP] are padding to the member, so a text's features are its bare
+    tokens' (no marker feature, no n-gram across one); the skip survives a checkpoint, and a description
+    from before it skips nothing."""
+    from scratchformer.model.checkpoint import load_checkpoint, save_checkpoint
+
+    cls, sep = Vocabulary.cls_token_id, Vocabulary.sep_token_id
+    ids = torch.tensor([[cls, 5, 6, 7, sep, PAD], [cls, 5, sep, PAD, PAD, PAD]])
+    bare = ids.masked_fill((ids == cls) | (ids == sep), PAD)
+    split = TokenizedSplit.from_sequences([row[row != PAD] for row in ids], torch.tensor([0, 1]))
+    member = NBConfig(ngrams=3, buckets=64, special_tokens=False)
+    skipping = fit_nb(member, 2, Vocabulary(), train_split=split, val_split=split).model
+    assert skipping.skip == (cls, sep)
+    plain = NBLogistic(max_n=3, buckets=64, vocab_size=VOCAB, num_classes=2, pad_id=PAD)
+    for got, want in zip(skipping.distinct(ids), plain.distinct(bare), strict=True):
+        assert torch.equal(got, want)
+    assert not torch.equal(plain.distinct(ids)[0], plain.distinct(bare)[0])  # a plain member reads the markers
+    save_checkpoint(tmp_path / "m.pt", Ensemble([make()], skipping).eval())
+    assert load_checkpoint(tmp_path / "m.pt")[0].nb.skip == (cls, sep)
+    old = {"max_n": 3, "buckets": 64, "scaling": "tfidf"}
+    assert NBLogistic.from_description(old, VOCAB, 2, PAD).skip == ()
 
 
 @pytest.mark.parametrize("scaling", ["nb", "tfidf"])
