@@ -80,6 +80,12 @@ def test_every_generated_block_has_a_generator():
             transfer.RESULTS.with_name("transfer-member-reads-256.json"),
             "python benchmarks/transfer.py --name member-reads-256 (on the default with tokenizer.max_len=256)",
         ),
+        (
+            "transfer-member-text-512",
+            transfer.transfer_block,
+            transfer.RESULTS.with_name("transfer-member-text-512.json"),
+            "python benchmarks/transfer.py --name member-text-512 (on lever default-member-text-512's seed-42 run)",
+        ),
     ],
 )
 def test_the_docs_quote_what_the_benchmarks_last_measured(name, make, results, command):
@@ -112,28 +118,41 @@ def test_the_transfer_block_gives_each_band_every_readers_accuracy_and_the_paire
     assert transfer.transfer_block(tmp_path / "absent.json") is None  # the block is left as committed
 
 
-def test_the_member_length_block_gives_each_way_of_fitting_and_reading_then_whole_minus_cut(tmp_path):
-    def reading(fit, read, *accuracy):
-        return {"fit": fit, "read": read, "accuracy": dict(zip(("validation", "1-16", "17-99"), accuracy, strict=True))}
+def test_the_member_length_block_gives_each_way_of_fitting_and_reading_then_each_whole_minus_cut(tmp_path):
+    parts = ("validation", "short", "1-16", "17-99")
 
-    def versus(delta, lo, hi):
-        return {"delta": delta, "ci95": {"lo": lo, "hi": hi}}
+    def reading(fit, read, markers, *accuracy):
+        return {"fit": fit, "read": read, "markers": markers, "accuracy": dict(zip(parts, accuracy, strict=True))}
+
+    def versus(*sides):
+        return {p: {"delta": d, "ci95": {"lo": lo, "hi": hi}} for p, (d, lo, hi) in zip(parts, sides, strict=True)}
 
     record = {"commit": "abc1234", "corpus": "shop", "rows": 1500, "in_train": 0, "lengths": {"cut": 128, "whole": 512}}
-    record["n"] = {"validation": 300, "1-16": 1000, "17-99": 500}
-    record["readings"] = [reading("cut", "cut", 0.9, 0.8, 0.7), reading("whole", "whole", 0.95, 0.85, 0.6)]
-    record["whole_minus_cut"] = {"validation": versus(0.05, 0.0, 0.1), "1-16": versus(0.05, 0.01, 0.09)}
-    record["whole_minus_cut"]["17-99"] = versus(-0.1, -0.2, -0.05)
+    record["n"] = {"validation": 300, "short": 160, "1-16": 1000, "17-99": 500}
+    record["readings"] = [
+        reading("cut", "cut", True, 0.9, 0.8, 0.8, 0.7),
+        reading("whole", "whole", True, 0.95, 0.75, 0.85, 0.6),
+        reading("whole", "whole", False, 0.95, 0.85, 0.86, 0.6),
+    ]
+    record["whole_minus_cut"] = versus((0.05, 0.0, 0.1), (-0.05, -0.1, 0), (0.05, 0.01, 0.09), (-0.1, -0.2, -0.05))
+    record["text_minus_cut"] = versus((0.05, 0.0, 0.1), (0.05, 0, 0.1), (0.06, 0.02, 0.1), (-0.1, -0.2, -0.05))
     path = tmp_path / "member_length.json"
     path.write_text(json.dumps(record), encoding="utf-8")
     lines = transfer.member_length_block(path).splitlines()
     assert "at commit `abc1234`" in lines[0] and "validation split (300 reviews)" in lines[0]
-    assert lines[2] == ("| fit on reviews | reads reviews | validation | `shop` 1–16 (1,000) | `shop` 17–99 (500) |")
-    assert lines[4] == "| cut at 128 | cut at 128 | 0.9000 | 0.8000 | 0.7000 |"
-    assert lines[5] == "| whole (up to 512) | whole (up to 512) | 0.9500 | 0.8500 | 0.6000 |"
-    assert lines[6] == (
-        "| whole on both sides minus the cut on both |  | +0.0500 [+0.0000, +0.1000] | +0.0500 [+0.0100, +0.0900] "
-        "| -0.1000 [-0.2000, -0.0500] |"
+    assert lines[2] == (
+        "| fit on reviews | reads reviews | [CLS], [SEP] | validation | short reviews (160) | `shop` 1–16 (1,000) "
+        "| `shop` 17–99 (500) |"
+    )
+    assert lines[4] == "| cut at 128 | cut at 128 | read | 0.9000 | 0.8000 | 0.8000 | 0.7000 |"
+    assert lines[6] == "| whole (up to 512) | whole (up to 512) | padding | 0.9500 | 0.8500 | 0.8600 | 0.6000 |"
+    assert lines[7] == (
+        "| whole minus the cut |  |  | +0.0500 [+0.0000, +0.1000] | -0.0500 [-0.1000, +0.0000] "
+        "| +0.0500 [+0.0100, +0.0900] | -0.1000 [-0.2000, -0.0500] |"
+    )
+    assert (
+        lines[8].startswith("| whole, markers as padding, minus the cut |  |  | +0.0500")
+        and "+0.0600 [+0.0200" in lines[8]
     )
     assert transfer.member_length_block(tmp_path / "absent.json") is None
 

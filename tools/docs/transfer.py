@@ -38,27 +38,34 @@ def transfer_block(path: Path = RESULTS) -> str | None:
 
 
 def member_length_block(path: Path = MEMBER_LENGTH) -> str | None:
-    """One row per way the member is fit and reads (cut or whole): its accuracy on validation and in each
-    length band of the other corpus; then whole on both sides minus the cut on both, with its interval."""
+    """One row per way the member is fit and reads (cut or whole, with [CLS] and [SEP] or without): its
+    accuracy on validation, on the short reviews and in each length band of the other corpus; then whole on
+    both sides (with the markers, then without) minus the cut on both, with its interval."""
     if not path.is_file():
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
     parts = list(record["n"])
     cut, whole = record["lengths"]["cut"], record["lengths"]["whole"]
     words = {"cut": f"cut at {cut}", "whole": f"whole (up to {whole})"}
+    marks = {True: "read", False: "padding"}
     rows = [
-        [words[r["fit"]], words[r["read"]], *(f"{r['accuracy'][p]:.4f}" for p in parts)] for r in record["readings"]
+        [words[r["fit"]], words[r["read"]], marks[r.get("markers", True)], *(f"{r['accuracy'][p]:.4f}" for p in parts)]
+        for r in record["readings"]
     ]
-    versus = record["whole_minus_cut"]
-    differences = [signed_interval(versus[p]["delta"], versus[p]["ci95"]["lo"], versus[p]["ci95"]["hi"]) for p in parts]
-    rows.append(["whole on both sides minus the cut on both", "", *differences])
+    paired = {"whole_minus_cut": "whole minus the cut", "text_minus_cut": "whole, markers as padding, minus the cut"}
+    for key, said in paired.items():
+        if key in record:
+            versus = record[key]
+            rows.append([said, "", "", *(signed_interval(versus[p]["delta"], **versus[p]["ci95"]) for p in parts)])
     opening = (
         f"Measured by `benchmarks/member_length.py` at commit `{record['commit']}`: the n-gram member as `nb` in "
         f"params.yaml sets it, fit on the pipeline's train split and read on its validation split "
-        f"({record['n'][parts[0]]:,} reviews) and on the {record['rows']:,} reviews of `{record['corpus']}` by "
-        "length in characters, each review cut at the networks' tokens or read whole; the last row's intervals "
-        "are 95% paired bootstrap intervals over the same reviews."
+        f"({record['n'][parts[0]]:,} reviews), on the short reviews of `short_reviews` and on the "
+        f"{record['rows']:,} reviews of `{record['corpus']}` by length in characters, each review cut at the "
+        "networks' tokens or read whole, the tokenizer's [CLS] and [SEP] read or taken as padding "
+        "(`nb.special_tokens`); the last rows' intervals are 95% paired bootstrap intervals over the same reviews."
     )
-    bands = [f"`{record['corpus']}` {p.replace('-', '–')} ({record['n'][p]:,})" for p in parts[1:]]
-    header = ["fit on reviews", "reads reviews", "validation", *bands]
+    named = {"validation": "validation", "short": f"short reviews ({record['n'].get('short', 0):,})"}
+    columns = [named.get(p) or f"`{record['corpus']}` {p.replace('-', '–')} ({record['n'][p]:,})" for p in parts]
+    header = ["fit on reviews", "reads reviews", "[CLS], [SEP]", *columns]
     return opening + "\n\n" + markdown.table(header, rows)
