@@ -49,6 +49,23 @@ def test_the_ranking_is_a_function_of_the_seed():
     np.testing.assert_array_equal(a, b)
 
 
+def test_the_folds_fit_side_by_side_answer_as_each_fold_fit_alone():
+    """out_of_fold fits its folds in parallel processes: each held-out row's probabilities are those of NB-LR
+    fit, in this process, on exactly the rows of the other folds."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    from scratchformer.analysis.baseline import make_baseline
+    from scratchformer.analysis.label_issues import FOLDS
+
+    frame, _ = flipped_corpus(200, 10, seed=7)
+    texts, labels, config = frame["text"], frame["label"].to_numpy(), BaselineConfig()
+    probs = out_of_fold(texts, labels, 2, config, seed=4)
+    groups = pd.factorize(texts.map(normalise))[0]
+    for fit_rows, held_rows in StratifiedGroupKFold(FOLDS, shuffle=True, random_state=4).split(texts, labels, groups):
+        alone = make_baseline(config, 4, "nblr").fit(texts.iloc[fit_rows], labels[fit_rows])
+        np.testing.assert_array_equal(probs[held_rows], alone.predict_proba(texts.iloc[held_rows]))
+
+
 def test_copies_of_one_text_share_a_fold_so_neither_vouches_for_the_other():
     # Twenty copies of one text labelled negative, amid clean data that says positive.
     # Were a copy's twins in other folds, the model would learn "negative" from them.

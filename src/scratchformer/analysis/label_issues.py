@@ -14,16 +14,19 @@ those probabilities into
 
 Folds are grouped by the normalised text (:func:`scratchformer.analysis.duplicates.normalise`):
 copies of one review land in one fold, so a copy in another fold cannot vouch for
-its label. The folds are stratified and shuffled with the params ``seed``.
+its label. The folds are stratified and shuffled with the params ``seed``, and fit side by
+side, one process a core (joblib): each fit is what it would be alone.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedGroupKFold
 
 from scratchformer.analysis.baseline import make_baseline
@@ -68,23 +71,33 @@ def out_of_fold(
     k = min(FOLDS, int(groups.max()) + 1)
     if k < 2:
         raise ValueError(f"{len(texts)} train texts, all one text after normalisation: nothing to score out of fold")
+    folds = list(StratifiedGroupKFold(k, shuffle=True, random_state=seed).split(texts, labels, groups))
+    fold_probs = Parallel(n_jobs=min(k, os.cpu_count() or 1))(
+        delayed(_held_fold)(texts.iloc[fit_rows], labels[fit_rows], texts.iloc[held_rows], num_classes, config, seed)
+        for fit_rows, held_rows in folds
+    )
     probs = np.zeros((len(texts), num_classes))
-    for fit_rows, held_rows in StratifiedGroupKFold(k, shuffle=True, random_state=seed).split(texts, labels, groups):
-        fit_labels = labels[fit_rows]
-        if len(np.unique(fit_labels)) < 2:  # a tiny corpus: the fold knows one class, it cannot judge
-            probs[held_rows] = np.bincount(fit_labels, minlength=num_classes) / len(fit_labels)
-            continue
-        model = make_baseline(config, seed, "nblr").fit(texts.iloc[fit_rows], fit_labels)
-        probs[held_rows] = _probabilities(model, texts.iloc[held_rows], num_classes)
+    for (_, held_rows), held in zip(folds, fold_probs, strict=True):
+        probs[held_rows] = held
     return probs
 
 
-def held_out(
-    train: pd.DataFrame, frame: pd.DataFrame, num_classes: int, config: BaselineConfig, seed: int
+def _held_fold(
+    fit_texts: pd.Series, fit_labels: np.ndarray, held: pd.Series, num_classes: int, config: BaselineConfig, seed: int
 ) -> np.ndarray:
-    """(N, K): ``frame``'s class probabilities from NB-LR fit on all of ``train``."""
+    """(len(held), K): NB-LR fit on one fold's complement, answering the fold."""
+    if len(np.unique(fit_labels)) < 2:  # a tiny corpus: the fold knows one class, it cannot judge
+        return np.tile(np.bincount(fit_labels, minlength=num_classes) / len(fit_labels), (len(held), 1))
+    model = make_baseline(config, seed, "nblr").fit(fit_texts, fit_labels)
+    return _probabilities(model, held, num_classes)
+
+
+def held_out(
+    train: pd.DataFrame, frames: dict[str, pd.DataFrame], num_classes: int, config: BaselineConfig, seed: int
+) -> dict[str, np.ndarray]:
+    """Each of ``frames``' (N, K) class probabilities from one NB-LR fit on all of ``train``."""
     model = make_baseline(config, seed, "nblr").fit(train["text"], train["label"].to_numpy())
-    return _probabilities(model, frame["text"], num_classes)
+    return {split: _probabilities(model, frame["text"], num_classes) for split, frame in frames.items()}
 
 
 def rank(split: str, frame: pd.DataFrame, probs: np.ndarray, names: list[str]) -> Ranking:
@@ -117,9 +130,9 @@ def rank_splits(
     train = frames["train"]
     labels = train["label"].to_numpy()
     result = {"train": rank("train", train, out_of_fold(train["text"], labels, len(names), config, seed), names)}
-    for split, frame in frames.items():
-        if split != "train":
-            result[split] = rank(split, frame, held_out(train, frame, len(names), config, seed), names)
+    others = {split: frame for split, frame in frames.items() if split != "train"}
+    for split, probs in held_out(train, others, len(names), config, seed).items():
+        result[split] = rank(split, others[split], probs, names)
     return result
 
 
