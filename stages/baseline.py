@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scratchformer.analysis.baseline import BASELINES, fit_and_predict, score_predictions, write_predictions
+from scratchformer.analysis.baseline import fit_and_predict_all, score_predictions, write_predictions
 from scratchformer.analysis.scoring import scored
 from scratchformer.config import Params
 from scratchformer.data.ingest import read_split
@@ -30,10 +30,7 @@ def run(params: Params, raw_dir: Path, metrics_path: Path, predictions_dir: Path
     seen = {name: in_train(train["text"], frame["text"]) for name, frame in others.items()}
     reviews = None if params.short_reviews is None else read_short_reviews(params.short_reviews, classes.names)
     short = {} if reviews is None else {"short": reviews}
-    predicted = {
-        name: fit_and_predict(params.baseline, params.seed, train, others | short, classifier=classifier)
-        for name, classifier in BASELINES.items()
-    }
+    predicted = fit_and_predict_all(params.baseline, params.seed, train, others | short)
     result = {name: score_predictions(p, others, seen, len(classes)) for name, p in predicted.items()}
     for name, frame in short.items():
         for baseline, p in predicted.items():

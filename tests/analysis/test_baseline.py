@@ -58,3 +58,20 @@ def fit_and_score(config, seed, train, others, classifier="logistic"):
     predicted = fit_and_predict(config, seed, train, others, classifier)
     seen = {name: in_train(train["text"], frame["text"]) for name, frame in others.items()}
     return score_predictions(predicted, others, seen, int(train["label"].max()) + 1)
+
+
+def test_the_baselines_fit_side_by_side_answer_as_each_fit_alone(tmp_path):
+    """fit_and_predict_all fits the three in parallel processes: each one's answers are its own fit's, in order."""
+    import numpy as np
+
+    from scratchformer.analysis.baseline import BASELINES, fit_and_predict_all
+
+    splits = {s.name: s.frame for s in load_splits(DataConfig(source=str(write_corpus(tmp_path))))}
+    train = splits["train"].assign(label=np.random.default_rng(0).permutation(splits["train"]["label"]))
+    others = {"validation": splits["validation"], "test": splits["test"]}  # labels shuffled: the three disagree
+    together = fit_and_predict_all(BaselineConfig(), 0, train, others)
+    assert list(together) == list(BASELINES)
+    for name, classifier in BASELINES.items():
+        alone = fit_and_predict(BaselineConfig(), 0, train, others, classifier)
+        assert all(np.array_equal(together[name][split], alone[split]) for split in others), name
+    assert not np.array_equal(together["baseline"]["validation"], together["nblr"]["validation"])
