@@ -55,6 +55,8 @@ def main() -> None:
     train, validation = read_split("data/raw", "train"), read_split("data/raw", "validation")
     other, in_train = other_corpus(args.corpus, set(train["text"]), classes, params.data)
     lengths = {"cut": params.tokenizer.max_len, "whole": args.whole}
+    if params.short_reviews is None:
+        parser.error("params.yaml short_reviews is null: this benchmark also scores the member on those reviews")
     short = read_short_reviews(params.short_reviews, classes)
     frames = {"train": train, "validation": validation, "short": short, "other": other}
     split = {  # each frame tokenized once at each length

@@ -9,7 +9,6 @@ words. A model written from scratch has to beat these to be worth its compute.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import Parallel, cpu_count, delayed
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
@@ -83,7 +82,7 @@ def fit_and_predict_all(
 ) -> dict[str, dict[str, np.ndarray]]:
     """:func:`fit_and_predict` for every baseline of :data:`BASELINES` (name -> frame -> class ids), fit side
     by side, one process a core (joblib): each fit is what it would be alone."""
-    jobs = Parallel(n_jobs=min(len(BASELINES), os.cpu_count() or 1))(
+    jobs = Parallel(n_jobs=min(len(BASELINES), cpu_count()))(
         delayed(fit_and_predict)(config, seed, train, others, classifier) for classifier in BASELINES.values()
     )
     return dict(zip(BASELINES, jobs, strict=True))

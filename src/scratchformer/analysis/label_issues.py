@@ -21,12 +21,11 @@ side, one process a core (joblib): each fit is what it would be alone.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import Parallel, cpu_count, delayed
 from sklearn.model_selection import StratifiedGroupKFold
 
 from scratchformer.analysis.baseline import make_baseline
@@ -72,7 +71,7 @@ def out_of_fold(
     if k < 2:
         raise ValueError(f"{len(texts)} train texts, all one text after normalisation: nothing to score out of fold")
     folds = list(StratifiedGroupKFold(k, shuffle=True, random_state=seed).split(texts, labels, groups))
-    fold_probs = Parallel(n_jobs=min(k, os.cpu_count() or 1))(
+    fold_probs = Parallel(n_jobs=min(k, cpu_count()))(
         delayed(_held_fold)(texts.iloc[fit_rows], labels[fit_rows], texts.iloc[held_rows], num_classes, config, seed)
         for fit_rows, held_rows in folds
     )
