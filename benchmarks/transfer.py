@@ -55,9 +55,11 @@ def model_answers(texts: list[str], labels: np.ndarray, model, tokenizer_dir: st
 
 
 def length_bands(length: np.ndarray, ends: list[int]) -> list[tuple[tuple[int, int], np.ndarray]]:
-    """The bands of ``length`` (characters, up to each of ``ends``, then the rest): (first, last) and its rows."""
+    """The bands of ``length`` (characters, up to each of ``ends``, then the rest): (first, last) and its rows;
+    a band no review falls in (an end at or past the longest review) is left out."""
     edges = itertools.pairwise([0, *ends, int(length.max())])
-    return [((lo + 1, hi), (length > lo) & (length <= hi)) for lo, hi in edges]
+    bands = [((lo + 1, hi), (length > lo) & (length <= hi)) for lo, hi in edges]
+    return [(band, rows) for band, rows in bands if rows.any()]
 
 
 def band_scores(length: np.ndarray, right: dict[str, np.ndarray], ends: list[int], seed: int) -> list[dict]:
