@@ -220,6 +220,15 @@ def test_a_member_that_skips_the_markers_reads_only_the_texts_tokens(tmp_path):
     assert NBLogistic.from_description(old, VOCAB, 2, PAD).skip == ()
 
 
+def test_a_tokenizer_without_a_marker_has_nothing_of_it_skipped():
+    class NoCls(Vocabulary):
+        cls_token_id = None  # a tokenizer that adds no [CLS]
+
+    split = TokenizedSplit.from_sequences([torch.tensor([5, 6, 2]), torch.tensor([7, 2])], torch.tensor([0, 1]))
+    member = NBConfig(ngrams=2, buckets=64, special_tokens=False)
+    assert fit_nb(member, 2, NoCls(), train_split=split, val_split=split).model.skip == (NoCls.sep_token_id,)
+
+
 @pytest.mark.parametrize("scaling", ["nb", "tfidf"])
 def test_two_fits_give_the_same_weights_bit_for_bit(scaling):
     """The fit is full-batch and seedless, so a rerun must give the same member: the gradient's sums over texts

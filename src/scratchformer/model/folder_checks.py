@@ -48,6 +48,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "nb.max_n": (1, 8),
     "nb.buckets": (1, 1 << 24),
 }
+MAX_SKIP = 64  # token ids an n-gram member may read as padding (this project's skip two: [CLS] and [SEP])
 
 
 class FolderError(CorruptFileError):
@@ -64,6 +65,7 @@ def _integer(path: Path, key: str, value: Any) -> int:
 
 
 def _token_id(value: Any, vocab: int) -> bool:
+    """Whether ``value`` is a token id of a vocabulary of ``vocab`` tokens (an int, not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < vocab
 
 
@@ -94,8 +96,10 @@ def check_config(config: dict, path: Path) -> ModelConfig:
             kinds = ", ".join(SCALINGS)
             raise FolderError(f"{path}: key 'nb.scaling' must be one of {kinds}, got {nb['scaling']!r}")
         skip = nb.get("skip", [])
-        if not (isinstance(skip, list) and len(skip) <= 64 and all(_token_id(t, vocab) for t in skip)):
-            raise FolderError(f"{path}: key 'nb.skip' must be a list of token ids in 0..{vocab - 1}, got {skip!r}")
+        if not (isinstance(skip, list) and len(skip) <= MAX_SKIP and all(_token_id(t, vocab) for t in skip)):
+            raise FolderError(
+                f"{path}: key 'nb.skip' must be a list of at most {MAX_SKIP} token ids in 0..{vocab - 1}, got {skip!r}"
+            )
         if nb.get("role", "member") not in NB_ROLES:
             raise FolderError(f"{path}: key 'nb.role' must be one of {', '.join(NB_ROLES)}, got {nb['role']!r}")
     length = _integer(path, "tokenizer_max_len", config["tokenizer_max_len"])

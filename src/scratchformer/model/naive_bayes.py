@@ -17,13 +17,14 @@ LR baseline; on reviews of another kind it carries further (docs/results.md, sho
 reviews). ``scaling`` picks one.
 
 It reads the same token ids as the Transformer (bert-base-chinese splits Chinese
-into characters, so token n-grams are character n-grams), hashes the 2..max_n-grams
-like :mod:`scratchformer.model.ngrams`, and reads the tokens ``skip`` names as padding: the
+into characters, so token n-grams are character n-grams) and hashes the 2..max_n-grams
+like :mod:`scratchformer.model.ngrams`. The tokens ``skip`` names it reads as padding: the
 tokenizer's [CLS] and [SEP] are no part of a review's text, and an n-gram across them marks
-where a review starts and ends, which TF-IDF LR's characters do not say. It has no parameter in common with the
-Transformer members: it is fit before them, on the train split alone, in one
-full-batch L-BFGS run, and makes different mistakes. :class:`~scratchformer.model.classifier.Ensemble`
-gives it the same weight as all Transformer members together.
+where a review starts or ends, which TF-IDF LR's characters do not say (``nb.special_tokens``).
+It has no parameter in common with the Transformer members: it is fit before them, on the
+train split alone, in one full-batch L-BFGS run, and makes different mistakes.
+:class:`~scratchformer.model.classifier.Ensemble` gives it the same weight as all Transformer
+members together.
 """
 
 from __future__ import annotations

@@ -269,8 +269,8 @@ def fit_nb(
     fold is still drawn from its ids in ``train_split``, as the networks' batches carry them.
     """
     pad_id = tokenizer.pad_token_id
-
-    skip = () if config.special_tokens else (tokenizer.cls_token_id, tokenizer.sep_token_id)
+    markers = (tokenizer.cls_token_id, tokenizer.sep_token_id)  # what the tokenizer wraps a text in, if anything
+    skip = () if config.special_tokens else tuple(t for t in markers if t is not None)
 
     def new() -> NBLogistic:
         return NBLogistic(config.ngrams, config.buckets, len(tokenizer), num_classes, pad_id, config.scaling, skip)
