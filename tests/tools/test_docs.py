@@ -99,6 +99,19 @@ def test_every_generated_block_has_a_generator():
             "python benchmarks/transfer.py --corpus benchmarks/fresh-short --bands 12 "
             "--name fresh-short-member-text-512 (on lever default-member-text-512's seed-42 run)",
         ),
+        (
+            "transfer-member-text",
+            transfer.transfer_block,
+            transfer.RESULTS.with_name("transfer-member-text.json"),
+            "python benchmarks/transfer.py --name member-text (on lever default-member-text's seed-42 run)",
+        ),
+        (
+            "transfer-fresh-short-member-text",
+            transfer.transfer_block,
+            transfer.RESULTS.with_name("transfer-fresh-short-member-text.json"),
+            "python benchmarks/transfer.py --corpus benchmarks/fresh-short --bands 12 "
+            "--name fresh-short-member-text (on lever default-member-text's seed-42 run)",
+        ),
     ],
 )
 def test_the_docs_quote_what_the_benchmarks_last_measured(name, make, results, command):
