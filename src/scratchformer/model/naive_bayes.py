@@ -70,6 +70,8 @@ class NBLogistic(nn.Module):
         super().__init__()
         self.max_n, self.buckets, self.vocab_size, self.pad_id = max_n, buckets, vocab_size, pad_id
         self.scaling, self.skip = scaling, tuple(skip)
+        # the same ids as a tensor, made once and moved with the module; not saved (the description holds them)
+        self.register_buffer("skip_ids", torch.tensor(self.skip, dtype=torch.long), persistent=False)
         features = 1 + vocab_size + buckets  # row 0: "no feature here" (PAD, n-grams touching PAD, repeats)
         if scaling == "nb":
             self.register_buffer("ratio", torch.zeros(features, num_classes))  # r, fixed once fit
@@ -99,7 +101,7 @@ class NBLogistic(nn.Module):
         """(B, T) -> (B, max_n * T) feature ids, each distinct feature of a text once (the rest 0), its count,
         and the token it first ends at."""
         if self.skip:  # a skipped token is padding here: no feature, and no n-gram reaches across it
-            skipped = torch.isin(input_ids, torch.tensor(self.skip, device=input_ids.device))
+            skipped = torch.isin(input_ids, self.skip_ids)
             input_ids = input_ids.masked_fill(skipped, self.pad_id)
         unigrams = (input_ids + 1).masked_fill(input_ids == self.pad_id, 0)
         longer = [
