@@ -18,6 +18,7 @@ def test_defaults_are_the_default_run_and_the_reference_recipe_the_first_configu
     assert (t.epochs, t.batch_size, t.lr, t.weight_decay, t.grad_clip) == (4, 32, 2e-3, 0.02, 1.0)
     assert params.seed == 42
     assert (params.nb.ngrams, params.nb.scaling, params.nb.c, params.nb.role) == (3, "tfidf", 10.0, "member")
+    assert params.nb.special_tokens is False  # the member reads a review's text, not its [CLS] and [SEP]
     assert params.probe.query_token == "差"
     nested: dict = {}
     for key, value in yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text()).items():

@@ -170,7 +170,7 @@ class NBConfig:
     distill: float = 0.0  # weight of its probabilities on each step's (noised) batch in the target
     distill_folds: int = 1  # k > 1: k models, each fit without one k-th of train; each text answered out of fold
     fit_len: int | None = None  # tokens of each train review the fit reads (None: tokenizer.max_len, the model's cut)
-    special_tokens: bool = True  # false: [CLS] and [SEP] are read as padding (the text's n-grams only, as TF-IDF LR's)
+    special_tokens: bool = False  # false: [CLS] and [SEP] are read as padding (the text's n-grams only, as TF-IDF LR's)
 
     def __post_init__(self) -> None:
         require(self.ngrams >= 0, "nb.ngrams", self.ngrams, "must be >= 0 (0 = no NB model)")
