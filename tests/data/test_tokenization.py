@@ -158,3 +158,20 @@ def test_a_splits_prefix_keeps_each_sequences_first_ids():
     cut = split.prefix(3)
     assert [cut.sequence(i).tolist() for i in range(4)] == [[5, 6, 7], [5, 6], [], [1, 2, 3]]
     assert torch.equal(cut.labels, split.labels) and split.prefix(5) is split  # nothing to cut: the split itself
+
+
+def test_labels_are_copied_so_a_read_only_array_makes_no_warning():
+    """pandas hands out read-only arrays; PyTorch warns on stderr when a tensor views one (the evaluate stage did)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from scratchformer.data.tokenized_split import TokenizedSplit\n"
+        "labels = np.array([0, 1])\n"
+        "labels.setflags(write=False)\n"
+        "split = TokenizedSplit.from_sequences([[101, 5, 102], [101, 6, 102]], labels)\n"
+        "assert not np.shares_memory(split.labels.numpy(), labels)\n"
+    )
+    result = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

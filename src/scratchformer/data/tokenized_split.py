@@ -22,6 +22,15 @@ from scratchformer.files import atomic_dir
 NB_TRAIN = "nb-train"  # the train split again, cut at nb.fit_len: what the n-gram model's fit reads
 
 
+def label_tensor(labels: Tensor | np.ndarray | list[int]) -> Tensor:
+    """The labels as a tensor of their own: a copy, never a view of the caller's array.
+
+    A view would tie the split to memory it does not own, and a read-only array (pandas hands
+    one out for a column) makes PyTorch warn on stderr in the middle of a stage's log.
+    """
+    return torch.as_tensor(np.array(labels, dtype=np.int64))
+
+
 @dataclass(frozen=True)
 class TokenizedSplit:
     """One split's variable-length id sequences, stored flat, and labels; batched by indexing.
@@ -48,13 +57,13 @@ class TokenizedSplit:
         flat = [int(t) for x in sequences for t in x]
         dtype = np.uint16 if all(0 <= t <= np.iinfo(np.uint16).max for t in flat) else np.int32
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        return cls(np.array(flat, dtype=dtype), offsets, torch.as_tensor(labels, dtype=torch.long))
+        return cls(np.array(flat, dtype=dtype), offsets, label_tensor(labels))
 
     @classmethod
     def encoded(cls, tokenizer, texts: list[str], labels, max_len: int) -> TokenizedSplit:
         """``texts`` tokenized as the tokenize stage tokenizes a split (:func:`encode_flat`), with their ``labels``."""
         flat = encode_flat(tokenizer, texts, max_len)
-        return cls(flat.tokens, flat.offsets, torch.as_tensor(labels, dtype=torch.long))
+        return cls(flat.tokens, flat.offsets, label_tensor(labels))
 
     def prefix(self, n: int) -> TokenizedSplit:
         """Each sequence's first ``n`` ids (all of a shorter one): what a network that reads ``n`` tokens sees."""
