@@ -1,5 +1,7 @@
 """Flat token storage: one array per split plus offsets, tokenized once, batched by indexing."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -162,9 +164,6 @@ def test_a_splits_prefix_keeps_each_sequences_first_ids():
 
 def test_labels_are_copied_so_a_read_only_array_makes_no_warning():
     """pandas hands out read-only arrays; PyTorch warns on stderr when a tensor views one (the evaluate stage did)."""
-    import subprocess
-    import sys
-
     code = (
         "import numpy as np\n"
         "from scratchformer.data.tokenized_split import TokenizedSplit\n"
