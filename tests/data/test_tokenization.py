@@ -162,8 +162,11 @@ def test_a_splits_prefix_keeps_each_sequences_first_ids():
     assert torch.equal(cut.labels, split.labels) and split.prefix(5) is split  # nothing to cut: the split itself
 
 
-def test_labels_are_copied_so_a_read_only_array_makes_no_warning():
-    """pandas hands out read-only arrays; PyTorch warns on stderr when a tensor views one (the evaluate stage did)."""
+def test_a_splits_labels_are_a_copy_so_a_read_only_array_makes_no_warning():
+    """pandas hands out read-only arrays; PyTorch warns on stderr when a tensor views one (the evaluate stage did).
+
+    Under ``-W error`` any warning fails the run: also numpy's, were a tensor of labels copied through numpy.
+    """
     code = (
         "import numpy as np\n"
         "from scratchformer.data.tokenized_split import TokenizedSplit\n"
@@ -171,6 +174,9 @@ def test_labels_are_copied_so_a_read_only_array_makes_no_warning():
         "labels.setflags(write=False)\n"
         "split = TokenizedSplit.from_sequences([[101, 5, 102], [101, 6, 102]], labels)\n"
         "assert not np.shares_memory(split.labels.numpy(), labels)\n"
+        "import torch\n"
+        "given = torch.tensor([1, 0])\n"
+        "assert TokenizedSplit.from_sequences([[5], [6]], given).labels.data_ptr() != given.data_ptr()\n"
     )
     result = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

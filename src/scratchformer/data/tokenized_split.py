@@ -28,6 +28,8 @@ def label_tensor(labels: Tensor | np.ndarray | list[int]) -> Tensor:
     A view would tie the split to memory it does not own, and a read-only array (pandas hands
     one out for a column) makes PyTorch warn on stderr in the middle of a stage's log.
     """
+    if isinstance(labels, Tensor):
+        return labels.detach().to(torch.long, copy=True)
     return torch.as_tensor(np.array(labels, dtype=np.int64))
 
 
