@@ -111,6 +111,16 @@ def test_the_card_says_what_an_nb_member_or_teacher_contributed(tmp_path):
     assert "Half of every answer is the n-gram member's" in blend
     assert "the n-gram model alone scores 0.9280, the Transformer part alone 0.9180, the whole 0.9300" in blend
     assert "It reads at most 24 tokens; the rest" in blend  # networks and member read the same cut
+    text = model_card(
+        {**config, "nb": {"max_n": 3, "buckets": 64, "scaling": "tfidf", "skip": [1, 2]}},
+        10,
+        from_dict({}),
+        evaluation,
+        {},
+    )
+    kind = "a TF-IDF-weighted logistic regression over token 1..3-grams of the text alone (the tokenizer's [CLS] and"
+    assert text.count(kind) == 2  # the architecture line and the member's share say the same member
+    assert "Naive-Bayes-weighted" not in text and "Naive-Bayes-weighted" in blend  # nb.scaling's default: nb
     longer = {**config, "model": config["model"] | {"max_len": 16}, "nb": {"max_n": 3, "buckets": 64}}
     card = model_card(longer, 10, from_dict({}), evaluation, {})
     assert "It reads at most 24 tokens (its networks the first 16, its n-gram member all); the rest" in card

@@ -47,11 +47,16 @@ def _architecture(config: dict) -> str:
     k = config["members"]
     text = one if k == 1 else f"an ensemble of {k} such encoders, trained from seeds seed..seed+{k - 1}: {one}"
     if config["nb"] is not None:
-        text += (
-            f"; with a Naive-Bayes-weighted logistic regression over token 1..{config['nb']['max_n']}-grams "
-            "that weighs as much as the encoders together"
-        )
+        text += f"; with {_nb_kind(config['nb'])} that weighs as much as the encoders together"
     return text
+
+
+def _nb_kind(nb: dict) -> str:
+    """The n-gram model of a checkpoint's description, in words: its weighting, its n, what it leaves out."""
+    kind = f"a {NB_KINDS[nb.get('scaling', 'nb')]} logistic regression over token 1..{nb['max_n']}-grams"
+    if nb.get("skip"):  # nb.special_tokens false: the ids of [CLS] and [SEP]
+        kind += " of the text alone (the tokenizer's [CLS] and [SEP] read as padding)"
+    return kind
 
 
 def _results(evaluation: dict) -> str:
@@ -141,7 +146,7 @@ def _parts(config: dict, params: Params, evaluation: dict) -> list[str]:
     lines = []
     nb = config["nb"]
     if nb is not None:
-        kind = f"a {NB_KINDS[nb.get('scaling', 'nb')]} logistic regression over token 1..{nb['max_n']}-grams"
+        kind = _nb_kind(nb)
         if nb.get("role") == "base":
             share = f"- Every answer starts from an n-gram model's ({kind}), fit first; each network adds what it "
             share += "learnt on top of it: the n-gram model reads which character n-grams occur, not their order"
