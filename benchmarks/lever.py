@@ -17,7 +17,9 @@ answer to a review resampled with it
 ``--control-record`` takes the control's runs from an earlier record, from whichever of its
 sides ran with exactly this ``--base`` (the runs are deterministic on one machine): its lever
 side, for a lever stacked on that one, or its control side, for another lever against the
-same control. Only the lever's own side then runs.
+same control. Only the lever's own side then runs. It is refused when params.yaml has changed
+since the record's commit in a key ``--base`` does not set (a new default would make a control
+run now another configuration than the one reused; a key added since counts too).
 
 The experiments are named ``<name>-control-s<seed>`` and ``<name>-s<seed>``; ``--keep``
 fetches them into this repository. Writes ``benchmarks/results/levers/<name>.json``.
@@ -38,10 +40,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from scratchformer.config import load_params
 from scratchformer.files import write_json
 from scratchformer.reporting import recipes
+from scratchformer.reporting.experiments import flatten
 
 HERE = Path(__file__).parent
 OUT = HERE / "results" / "levers"
@@ -68,6 +72,27 @@ def inputs_for(settings: list[str]) -> list[str]:
     return recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), recipes.parsed(settings)))
 
 
+def params_drift(then: dict, now: dict, base: list[str]) -> list[str]:
+    """The params (dotted keys) whose values differ between two params.yaml files, leaving out those ``base`` sets.
+
+    A control run reused from a record ran on the params.yaml of the record's commit with ``base``
+    on top. A default changed since (one ``base`` does not set) makes a control run now another
+    configuration, so the reused run is no longer the control of this lever.
+    """
+    fixed = {setting.split("=", 1)[0] for setting in base} | {"seed"}  # seed: each run sets its own
+    then, now = flatten(then), flatten(now)
+    keys = sorted(then.keys() | now.keys())
+    return [
+        f"{k}: {then.get(k)!r} then, {now.get(k)!r} now" for k in keys if k not in fixed and then.get(k) != now.get(k)
+    ]
+
+
+def committed_params(rev: str) -> dict:
+    """params.yaml as commit ``rev`` holds it."""
+    text = subprocess.run(["git", "show", f"{rev}:params.yaml"], capture_output=True, text=True, check=True).stdout
+    return yaml.safe_load(text)
+
+
 def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
     """The side of an earlier record that ran with exactly ``base`` as this run's control: its runs of ``seeds``.
 
@@ -76,6 +101,12 @@ def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[lis
     that the comparison is the one a control run now would give (the runs are deterministic).
     """
     record = json.loads(path.read_text(encoding="utf-8"))
+    drift = params_drift(committed_params(record["commit"]), committed_params("HEAD"), base)
+    if drift:
+        raise SystemExit(
+            f"{path}: params.yaml changed since its runs (commit {record['commit'][:7]}), in keys --base does not "
+            f"set: {'; '.join(drift)}. Run the control again (leave out --control-record)"
+        )
     earlier = [*record["lever_runs"]["runs"], *record["control"]["runs"]]
     runs = []
     for seed in seeds:

@@ -267,6 +267,17 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
     assert beside["control"]["runs"] == result["control"]["runs"][:1]
 
 
+def test_a_recorded_control_is_refused_when_a_default_changed_since_its_runs():
+    """A control run reused from a record ran on that commit's params.yaml: a default changed since, that --base
+    does not set, makes it another configuration than a control run now (nb.ngrams 0 -> 3 added a member)."""
+    lever = load("lever")
+    then = {"seed": 42, "nb": {"ngrams": 0, "c": 1.0}, "train": {"epochs": 4}}
+    now = {"seed": 42, "nb": {"ngrams": 3, "c": 1.0}, "train": {"epochs": 5}}
+    assert lever.params_drift(then, now, ["train.epochs=5"]) == ["nb.ngrams: 0 then, 3 now"]
+    assert lever.params_drift(then, now, ["train.epochs=5", "nb.ngrams=0"]) == []  # both sides set by --base
+    assert lever.params_drift(then, {**then, "seed": 52}, []) == []  # each run sets its own seed
+
+
 def run_peers(tmp_path: Path, *flags: str) -> dict:
     """benchmarks/peers.py in its tiny mode on the fixture corpus and tokenizer; the record it wrote."""
     from fixtures import write_corpus, write_tokenizer
