@@ -45,6 +45,7 @@ import yaml
 from scratchformer.config import load_params
 from scratchformer.files import write_json
 from scratchformer.reporting import recipes
+from scratchformer.reporting.commands import run
 from scratchformer.reporting.experiments import flatten
 
 HERE = Path(__file__).parent
@@ -79,7 +80,7 @@ def params_drift(then: dict, now: dict, base: list[str]) -> list[str]:
     on top. A default changed since (one ``base`` does not set) makes a control run now another
     configuration, so the reused run is no longer the control of this lever.
     """
-    fixed = {setting.split("=", 1)[0] for setting in base} | {"seed"}  # seed: each run sets its own
+    fixed = {*recipes.parsed(base), "seed"}  # seed: each run sets its own
     then, now = flatten(then), flatten(now)
     keys = sorted(then.keys() | now.keys())
     return [
@@ -89,8 +90,7 @@ def params_drift(then: dict, now: dict, base: list[str]) -> list[str]:
 
 def committed_params(rev: str) -> dict:
     """params.yaml as commit ``rev`` holds it."""
-    text = subprocess.run(["git", "show", f"{rev}:params.yaml"], capture_output=True, text=True, check=True).stdout
-    return yaml.safe_load(text)
+    return yaml.safe_load(run("git", "show", f"{rev}:params.yaml"))
 
 
 def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:

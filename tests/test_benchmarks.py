@@ -278,6 +278,21 @@ def test_a_recorded_control_is_refused_when_a_default_changed_since_its_runs():
     assert lever.params_drift(then, {**then, "seed": 52}, []) == []  # each run sets its own seed
 
 
+def test_recorded_control_refuses_a_record_whose_params_have_drifted_and_names_the_key(tmp_path, monkeypatch):
+    lever = load("lever")
+    record = tmp_path / "record.json"
+    run = {"seed": 42, "settings": ["train.epochs=5", "seed=42"]}
+    record.write_text(json.dumps({"commit": "0ld0c0mm1t", "control": {"runs": [run]}, "lever_runs": {"runs": []}}))
+    held = {"0ld0c0mm1t": {"nb": {"ngrams": 0}}, "HEAD": {"nb": {"ngrams": 3}}}
+    monkeypatch.setattr(lever, "committed_params", held.__getitem__)
+    with pytest.raises(
+        SystemExit,
+        match=r"record.json: params.yaml changed since its runs \(commit 0ld0c0m\).*"
+        r"nb.ngrams: 0 then, 3 now",
+    ):
+        lever.recorded_control(record, ["train.epochs=5"], [42])
+
+
 def run_peers(tmp_path: Path, *flags: str) -> dict:
     """benchmarks/peers.py in its tiny mode on the fixture corpus and tokenizer; the record it wrote."""
     from fixtures import write_corpus, write_tokenizer
