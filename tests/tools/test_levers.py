@@ -118,6 +118,19 @@ def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
     assert "no recorded runs" in recipe_line(records, "x", {"train.epochs": 9})
 
 
+def test_a_recipe_without_an_ngram_model_finds_runs_whatever_the_defaults_say_of_one():
+    from tools.docs.levers import recipe_runs
+
+    line = {"model.max_len": 256, "nb.ngrams": 0}
+    run = {"resplit": False, "seed": 42, "changed": {"model.max_len": 256, "nb.c": 10.0, "nb.scaling": "tfidf"}}
+    assert recipe_runs([run], line) == [run]  # the defaults' member settings are idle without a member
+    again = {**run, "name": "a-lever-s42"}  # a lever's side that ran the same settings
+    assert recipe_runs([run, again, {**run, "seed": 52}], line) == [run, {**run, "seed": 52}]  # one run a seed
+    member = {**run, "changed": {**run["changed"], "nb.ngrams": 3}}
+    assert recipe_runs([member], line) == []
+    assert recipe_runs([member], {**line, "nb.ngrams": 3}) == []  # with a member its settings count
+
+
 def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_timed():
     from scratchformer.reporting.experiments import experiments
     from tools.docs.levers import recipe_line, timing_sentence

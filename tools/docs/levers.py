@@ -171,9 +171,21 @@ def update_levers(path: Path, exp_show: list[dict] | None, record: Path = RECORD
 
 
 def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
-    """The runs on the corpus's own splits whose params are exactly the defaults plus ``recipe``."""
+    """The runs on the corpus's own splits whose params are exactly the defaults plus ``recipe``.
+
+    A recipe that sets ``nb.ngrams`` 0 has no n-gram model, so the other ``nb.*`` settings of
+    the defaults its runs were made with are idle there and not compared.
+    """
     wanted = {k: v for k, v in sorted(recipe.items()) if REFERENCE.get(k) != v}
-    return [r for r in records if not r["resplit"] and _meant(r["changed"]) == _meant(wanted)]
+    no_member = recipe.get("nb.ngrams") == 0
+
+    def meant(changed: dict[str, Any]) -> dict[str, Any]:
+        idle = {k for k in changed if no_member and k.startswith("nb.") and k != "nb.ngrams"}
+        return {k: v for k, v in _meant(changed).items() if k not in idle}
+
+    found = [r for r in records if not r["resplit"] and meant(r["changed"]) == meant(wanted)]
+    # One run a seed: a lever whose side ran the recipe's settings made the same run (runs are deterministic)
+    return [next(r for r in found if r["seed"] == seed) for seed in dict.fromkeys(r["seed"] for r in found)]
 
 
 def _meant(changed: dict[str, Any]) -> dict[str, Any]:
