@@ -188,8 +188,8 @@ def recipe_time_block(path: Path = RECIPE_TIME, now: str = "this commit") -> str
         + (
             f"each seed at the earlier commit then at {now}."
             if not reused
-            else f"at {now}; the earlier commit's runs are those of an earlier run of the benchmark on the same "
-            f"machine (`{reused}`), with other work beside them, so the time ratio spans two runs."
+            else f"at {now}; the earlier commit's runs are those of an earlier run of the benchmark (`{reused}`), "
+            "on another day and not side by side, so the time ratio spans two runs and, it may be, two machines."
         )
     )
     verdict = f"Median time, {now} over {rev}: **{record['ratio']:.2f}x**. " + paired.paired_verdict(
