@@ -373,7 +373,7 @@ def test_a_recipe_applied_to_params_gives_the_sizes_its_file_sets_and_refuses_a_
     params = load_params(ROOT / "params.yaml")
     assert recipes.applied(params, "default", ROOT / "recipes") is params
     recipe = recipes.applied(params, "transformer", ROOT / "recipes")
-    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (128, 3, 1048576)
+    assert (recipe.model.max_len, recipe.model.ngram_max, recipe.model.ngram_buckets) == (256, 3, 1048576)
     assert recipe.model.d_model == params.model.d_model and recipe.train.bucket_by_length
     (tmp_path / "typo.yaml").write_text("model.d_modle: 32\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"model\.d_modle"):
@@ -461,7 +461,7 @@ def test_the_benchmarks_command_line_overrides_the_recipe_they_time():
     args = peers.parse(["--source", "corpus", "--tokenizer", "vocab", "--batch-size", "8"])
     params = peers.recipe_params(load_params(ROOT / "params.yaml"), "transformer", args)
     assert (params.data.source, params.tokenizer.name, params.train.batch_size) == ("corpus", "vocab", 8)
-    assert params.tokenizer.max_len == 128  # the recipe still applied
+    assert params.tokenizer.max_len == 256  # the recipe still applied (params.yaml: 128)
     assert peers.parse(["--tiny"]).steps == 2 and peers.parse([]).repeats == 5
 
 
