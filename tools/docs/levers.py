@@ -179,11 +179,11 @@ def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
     wanted = {k: v for k, v in sorted(recipe.items()) if REFERENCE.get(k) != v}
     no_member = recipe.get("nb.ngrams") == 0
 
-    def meant(changed: dict[str, Any]) -> dict[str, Any]:
+    def compared(changed: dict[str, Any]) -> dict[str, Any]:
         idle = {k for k in changed if no_member and k.startswith("nb.") and k != "nb.ngrams"}
         return {k: v for k, v in _meant(changed).items() if k not in idle}
 
-    found = [r for r in records if not r["resplit"] and meant(r["changed"]) == meant(wanted)]
+    found = [r for r in records if not r["resplit"] and compared(r["changed"]) == compared(wanted)]
     # One run a seed: a lever whose side ran the recipe's settings made the same run (runs are deterministic)
     return [next(r for r in found if r["seed"] == seed) for seed in dict.fromkeys(r["seed"] for r in found)]
 
