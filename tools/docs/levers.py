@@ -180,12 +180,15 @@ def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
     no_member = recipe.get("nb.ngrams") == 0
 
     def compared(changed: dict[str, Any]) -> dict[str, Any]:
-        idle = {k for k in changed if no_member and k.startswith("nb.") and k != "nb.ngrams"}
-        return {k: v for k, v in _meant(changed).items() if k not in idle}
+        meant = _meant(changed)
+        return {k: v for k, v in meant.items() if k == "nb.ngrams" or not k.startswith("nb.")} if no_member else meant
 
-    found = [r for r in records if not r["resplit"] and compared(r["changed"]) == compared(wanted)]
     # One run a seed: a lever whose side ran the recipe's settings made the same run (runs are deterministic)
-    return [next(r for r in found if r["seed"] == seed) for seed in dict.fromkeys(r["seed"] for r in found)]
+    first: dict[int, dict] = {}
+    for r in records:
+        if not r["resplit"] and compared(r["changed"]) == compared(wanted):
+            first.setdefault(r["seed"], r)
+    return list(first.values())
 
 
 def _meant(changed: dict[str, Any]) -> dict[str, Any]:
