@@ -12,6 +12,7 @@ def exp(
     test,
     epochs=7,
     distill=0.0,
+    ngrams=0,
     split=None,
     seed=42,
     nblr=(0.92, 0.93),
@@ -22,7 +23,8 @@ def exp(
     """One experiment as ``dvc exp show --json`` nests it (only the keys the levers read)."""
     data = {"split": split, "resplit": split is not None} | ({"source": source} if source else {})
     # pretrain.corpora as params.yaml gives it, a list (its default in the config is a tuple): no change
-    params = {"seed": seed, "data": data, "train": {"epochs": epochs, "distill": distill}, "pretrain": {"corpora": []}}
+    train = {"epochs": epochs, "distill": distill}
+    params = {"seed": seed, "data": data, "train": train, "nb": {"ngrams": ngrams}, "pretrain": {"corpora": []}}
     metrics = {
         "metrics/eval.json": {
             "data": {"validation": {"accuracy": val, "unseen": {"accuracy": unseen}}, "test": {"accuracy": test}}
@@ -44,9 +46,9 @@ def sweep():
     return exp_show(
         exp("tf1-s42", 0.90, 0.91, seed=42),
         exp("tf1-s52", 0.90, 0.92, seed=52),
-        exp("kd-s42", 0.93, 0.93, distill=0.5, seed=42, unseen=0.91),
-        exp("kd-s52", 0.93, 0.95, distill=0.5, seed=52, best_epoch=5, unseen=0.92),
-        exp("rs-kd-s52", 0.91, 0.94, distill=0.5, split=[0.8, 0.1, 0.1], seed=52, nblr=(0.92, 0.93)),
+        exp("kd-s42", 0.93, 0.93, distill=0.5, ngrams=3, seed=42, unseen=0.91),
+        exp("kd-s52", 0.93, 0.95, distill=0.5, ngrams=3, seed=52, best_epoch=5, unseen=0.92),
+        exp("rs-kd-s52", 0.91, 0.94, distill=0.5, ngrams=3, split=[0.8, 0.1, 0.1], seed=52, nblr=(0.92, 0.93)),
         exp("other", 0.99, 0.99),  # not named like a lever: left out
         exp("products-default-s42", 0.94, 0.95, source="online-shopping"),  # another corpus: left out
     )
@@ -60,7 +62,8 @@ def test_levers_are_grouped_by_name_and_measured_against_the_control_and_nblr():
     table = {r[0]: r for r in table_rows(levers_table(records))}
     assert set(table) == {"`kd`", "`tf1`"}
     kd, tf1 = table["`kd`"], table["`tf1`"]
-    assert kd[1] == "`nb.distill=0.5`" and tf1[1] == "`train.epochs=7`"  # kd against tf1; tf1 against defaults
+    assert kd[1] == "`nb.distill=0.5`, `nb.ngrams=3`"  # against tf1
+    assert tf1[1] == "`train.epochs=7`"  # against the defaults
     assert kd[3] == "0.9300 ± 0.0000" and kd[4] == "0.9400 ± 0.0141"
     assert kd[5] == "+0.0300 / +0.0250"
     assert kd[7] == "yes" and tf1[7] == "no"  # 0.93/0.94 clears NB-LR's 0.92/0.93; 0.90/0.915 does not
@@ -104,21 +107,18 @@ def test_the_recipe_line_finds_the_runs_whose_params_are_the_recipe():
     from tools.docs.levers import recipe_line
 
     records = lever_records(experiments(sweep()))
-    line = recipe_line(records, "transformer", {"train.epochs": 7, "nb.distill": 0.5, "train.ensemble": 1})
+    recipe = {"train.epochs": 7, "nb.distill": 0.5, "nb.ngrams": 3, "train.ensemble": 1}
+    line = recipe_line(records, "transformer", recipe)
     assert "over seeds 42, 52: validation 0.9300 ± 0.0000, test 0.9400 ± 0.0141, unseen validation 0.9150 ± " in line
     assert line.endswith("against NB-LR's 0.9200 / 0.9300: above NB-LR on both splits.")
-    one = recipe_line(
-        [r for r in records if r["seed"] == 42],
-        "transformer",
-        {"train.epochs": 7, "nb.distill": 0.5, "train.ensemble": 1},
-    )
+    one = recipe_line([r for r in records if r["seed"] == 42], "transformer", recipe)
     assert "over seed 42: validation 0.9300, test " in one
     below = recipe_line(records, "tf", {"train.epochs": 7})
     assert "test 0.9150 ± 0.0071 against" in below and below.endswith("not above NB-LR on both splits.")  # no unseen
     assert "no recorded runs" in recipe_line(records, "x", {"train.epochs": 9})
 
 
-def test_a_recipe_without_an_ngram_model_finds_runs_whatever_the_defaults_say_of_one():
+def test_a_recipe_finds_runs_whatever_the_defaults_say_of_the_settings_it_makes_idle():
     from tools.docs.levers import recipe_runs
 
     line = {"model.max_len": 256, "nb.ngrams": 0}
@@ -129,6 +129,10 @@ def test_a_recipe_without_an_ngram_model_finds_runs_whatever_the_defaults_say_of
     member = {**run, "changed": {**run["changed"], "nb.ngrams": 3}}
     assert recipe_runs([member], line) == []
     assert recipe_runs([member], {**line, "nb.ngrams": 3}) == []  # with a member its settings count
+    clause = {**run, "changed": {**run["changed"], "train.span_length": "clause"}}
+    assert recipe_runs([clause], line) == [clause]  # nothing is cropped (train.spans 0): the span length is idle
+    cropped = {**clause, "changed": {**clause["changed"], "train.spans": 0.5}}
+    assert recipe_runs([cropped], {**line, "train.spans": 0.5}) == []  # reviews are cropped: it counts
 
 
 def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_timed():
@@ -136,10 +140,10 @@ def test_the_recipe_line_quotes_the_fresh_clone_time_only_for_the_settings_it_ti
     from tools.docs.levers import recipe_line, timing_sentence
 
     records = lever_records(experiments(sweep()))
-    recipe = {"train.epochs": 7, "nb.distill": 0.5, "train.ensemble": 1}
+    recipe = {"train.epochs": 7, "nb.distill": 0.5, "nb.ngrams": 3, "train.ensemble": 1}
     timing = {
         "recipe": "transformer",
-        "settings": ["train.epochs=7", "nb.distill=0.5", "train.ensemble=1"],
+        "settings": ["train.epochs=7", "nb.distill=0.5", "nb.ngrams=3", "train.ensemble=1"],
         "seed": 42,
         "seconds": 690.0,
         "cpus": 2,

@@ -173,28 +173,32 @@ def update_levers(path: Path, exp_show: list[dict] | None, record: Path = RECORD
 def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
     """The runs on the corpus's own splits whose params are exactly the defaults plus ``recipe``.
 
-    A recipe that sets ``nb.ngrams`` 0 has no n-gram model, so the other ``nb.*`` settings of
-    the defaults its runs were made with are idle there and not compared.
+    The settings a run's other settings make idle are not compared (:func:`_meant`).
     """
-    wanted = {k: v for k, v in sorted(recipe.items()) if REFERENCE.get(k) != v}
-    no_member = recipe.get("nb.ngrams") == 0
-
-    def compared(changed: dict[str, Any]) -> dict[str, Any]:
-        meant = _meant(changed)
-        return {k: v for k, v in meant.items() if k == "nb.ngrams" or not k.startswith("nb.")} if no_member else meant
-
+    wanted = _meant({k: v for k, v in sorted(recipe.items()) if REFERENCE.get(k) != v})
     # One run a seed: a lever whose side ran the recipe's settings made the same run (runs are deterministic)
     first: dict[int, dict] = {}
     for r in records:
-        if not r["resplit"] and compared(r["changed"]) == compared(wanted):
+        if not r["resplit"] and _meant(r["changed"]) == wanted:
             first.setdefault(r["seed"], r)
     return list(first.values())
 
 
 def _meant(changed: dict[str, Any]) -> dict[str, Any]:
-    """``changed`` without the keys its other settings make idle: a span length where nothing is cropped."""
-    idle = changed.get("train.spans", REFERENCE.get("train.spans")) == 0
-    return {k: v for k, v in changed.items() if not (k == "train.span_length" and idle)}
+    """``changed`` without the keys its other settings make idle.
+
+    A span length where nothing is cropped (``train.spans`` 0), and the other ``nb.*`` settings
+    where no n-gram model is fit (``nb.ngrams`` 0): the defaults a run was made with may set them.
+    """
+    spans = changed.get("train.spans", REFERENCE.get("train.spans"))
+    ngrams = changed.get("nb.ngrams", REFERENCE.get("nb.ngrams"))
+
+    def idle(key: str) -> bool:
+        if key == "train.span_length":
+            return spans == 0
+        return key.startswith("nb.") and key != "nb.ngrams" and ngrams == 0
+
+    return {k: v for k, v in changed.items() if not idle(k)}
 
 
 def _seeds(runs: list[dict]) -> str:
