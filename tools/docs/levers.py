@@ -175,7 +175,7 @@ def recipe_runs(records: list[dict], recipe: dict[str, Any]) -> list[dict]:
 
     The settings a run's other settings make idle are not compared (:func:`_meant`).
     """
-    wanted = _meant({k: v for k, v in sorted(recipe.items()) if REFERENCE.get(k) != v})
+    wanted = _meant({k: v for k, v in recipe.items() if REFERENCE.get(k) != v})
     # One run a seed: a lever whose side ran the recipe's settings made the same run (runs are deterministic)
     first: dict[int, dict] = {}
     for r in records:
