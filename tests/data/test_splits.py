@@ -1,6 +1,7 @@
 """Ingest of any labelled corpus: integer or text labels, one-file corpora, blank rows, leakage."""
 
 import json
+from collections import Counter
 
 import pandas as pd
 import pytest
@@ -96,6 +97,8 @@ def test_model_num_classes_is_checked_against_the_data():
         ({"resplit": True}, r"data\.resplit=True needs data\.split"),
         ({"label_names": {"zero": "negative"}}, r"data\.label_names\.zero='zero' must be an integer label"),
         ({"label_names": {0: "a", 1: "a"}}, r"gives two labels one name"),
+        ({"train_share": 0}, r"data\.train_share=0\.0 must be a fraction in \(0, 1\] of the train rows"),
+        ({"train_share": 1.5}, r"data\.train_share=1\.5 must be a fraction"),
     ],
 )
 def test_bad_data_params_name_the_key(section, message):
@@ -121,6 +124,37 @@ def test_one_file_is_split_stratified_and_deterministic(tmp_path):
         pd.testing.assert_frame_equal(parts[name], again[name])
     other = frames(corpus(folder, split=SPLIT, seed=4))
     assert not parts["test"]["text"].equals(other["test"]["text"])
+
+
+def rows_of(frame):
+    return Counter(zip(frame["text"], frame["label"], strict=True))
+
+
+def test_train_share_keeps_a_nested_share_of_each_class_and_leaves_evaluation_alone(tmp_path):
+    folder = write_one_file_corpus(tmp_path / "c" / "reviews.csv", n=451).parent
+    whole, half, quarter = (corpus(folder, split=SPLIT, seed=3, train_share=s) for s in (1.0, 0.5, 0.25))
+    full = frames(whole)
+    for part in (half, quarter):
+        for name in ("validation", "test"):
+            pd.testing.assert_frame_equal(frames(part)[name], full[name])
+    classes = full["train"]["label"].value_counts().to_dict()
+    for part, share in ((half, 0.5), (quarter, 0.25)):
+        train = frames(part)["train"]
+        assert train["label"].value_counts().to_dict() == {c: round(n * share) for c, n in classes.items()}
+        assert not rows_of(train) - rows_of(full["train"])  # train's own rows, none from elsewhere
+        removed = len(full["train"]) - len(train)
+        assert part.report["train_share"] == {"share": share, "removed": removed}
+        assert part.report["rows"]["train"] == len(train)
+    assert not rows_of(frames(quarter)["train"]) - rows_of(frames(half)["train"])  # a curve's points are nested
+    assert "train_share" not in whole.report  # the whole corpus keeps the very report it had
+
+
+def test_train_share_draws_by_seed_in_a_corpus_with_its_own_splits(tmp_path):
+    folder = write_corpus(tmp_path / "c")
+    one, other = (frames(corpus(folder, train_share=0.5, seed=s)) for s in (0, 1))
+    assert len(one["train"]) == len(other["train"]) == 120
+    assert rows_of(one["train"]) != rows_of(other["train"])
+    pd.testing.assert_frame_equal(one["validation"], other["validation"])
 
 
 def test_one_file_without_split_says_to_set_it(tmp_path):

@@ -31,6 +31,7 @@ class DataConfig:
     resplit: bool = False  # with split: also divide a corpus that has its own splits (all rows pooled)
     drop_empty: bool = False  # drop blank texts (counted) instead of stopping at the first
     dedupe: bool = False  # remove from train the texts that also appear in validation or test
+    train_share: float = 1.0  # < 1: train keeps this share of its rows, each class alike (a learning curve)
     encoding: str = "utf-8"  # of the tsv/csv/jsonl files of a local corpus, e.g. gb18030 (GBK's superset)
     label_issues: Literal["keep", "drop"] = "keep"  # drop: remove the label_issues_n most suspect train reviews
     label_issues_n: int = 100  # how many train reviews label_issues: drop removes (most suspect first)
@@ -76,6 +77,8 @@ class DataConfig:
                 require(isinstance(name, str) and bool(name.strip()), f"data.label_names.{key}", name, "must be a name")
             require(len(set(names.values())) == len(names), "data.label_names", names, "gives two labels one name")
         require(self.label_issues_n >= 1, "data.label_issues_n", self.label_issues_n, "must be at least 1")
+        share = self.train_share
+        require(0 < share <= 1, "data.train_share", share, "must be a fraction in (0, 1] of the train rows to keep")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from scratchformer.config import DataConfig
 from scratchformer.data.labels import Classes, DataError, label_keys
 from scratchformer.data.sources import SPLITS, read_source
-from scratchformer.data.splits import leakage, stratified_split, strip_edges
+from scratchformer.data.splits import leakage, stratified_share, stratified_split, strip_edges
 from scratchformer.files import write_atomic, write_json
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) 
     parts = {name: _check_rows(ds, origin, config) for name, (ds, origin) in raw.items()}
     classes = Classes.from_keys({p.origin: p.table["key"] for p in parts.values()}, config.label_names)
     tables, origins = _divide(parts, classes, config, seed)
+    tables["train"], not_kept = _keep_share(tables["train"], config.train_share, seed)
     found = leakage(tables["train"]["text"], [tables["validation"]["text"], tables["test"]["text"]])
     shared = found.pop("train_mask")
     found["removed_from_train"] = 0
@@ -90,6 +91,8 @@ def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) 
         "split": list(config.split) if config.split is not None else None,
         "leakage": found,
     }
+    if config.train_share < 1:  # only then: the whole corpus keeps the very same report
+        report["train_share"] = {"share": config.train_share, "removed": not_kept}
     for s in splits:
         log.info("%s -> %s: %d rows %s", s.origin, s.name, len(s.table), report["class_rows"][s.name])
     if any(found[k] for k in ("validation_in_train", "test_in_train")):
@@ -205,6 +208,16 @@ def _divide(
     for name in SPLITS:
         masks[name][chosen[name]] = True
     return {name: pooled.filter(pa.array(masks[name])) for name in SPLITS}, {n: f"{origin}[{n}]" for n in SPLITS}
+
+
+def _keep_share(train: pa.Table, share: float, seed: int) -> tuple[pa.Table, int]:
+    """``train`` reduced to ``share`` of its rows, each class alike (``data.train_share``), and how many went."""
+    if share >= 1:
+        return train, 0
+    keep = np.zeros(len(train), dtype=bool)
+    keep[stratified_share(train["label"].to_numpy(), share, seed)] = True
+    log.info("data.train_share=%s: %d of %d train rows kept", share, keep.sum(), len(train))
+    return train.filter(pa.array(keep)), len(train) - int(keep.sum())
 
 
 def _relative(origin: str, source: str) -> str:

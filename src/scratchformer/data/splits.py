@@ -43,6 +43,22 @@ def stratified_split(labels: np.ndarray, fractions: tuple[float, ...], seed: int
     return {name: np.sort(np.concatenate(parts)) for name, parts in chosen.items()}
 
 
+def stratified_share(labels: np.ndarray, share: float, seed: int) -> np.ndarray:
+    """Row indices of the ``share`` of ``labels`` kept, round(n_c * share) of each class, at least one.
+
+    For a learning curve: train reduced while validation and test stay as they are. Each
+    class's rows are shuffled by one generator seeded with ``seed`` and the first of them
+    kept, so with one seed a smaller share keeps a subset of a larger one's rows: a curve's
+    points differ only by the reviews added. Indices come back sorted (the file's order).
+    """
+    rng = np.random.default_rng([seed, 1])  # not the split's own stream: which rows are kept is a second draw
+    kept = [
+        rng.permutation(rows)[: max(1, round(len(rows) * share))]
+        for rows in (np.flatnonzero(labels == c) for c in np.unique(labels))
+    ]
+    return np.sort(np.concatenate(kept))
+
+
 def strip_edges(texts: Texts) -> pa.Array | pa.ChunkedArray:
     """``texts`` without the whitespace at either end (Unicode's: U+3000, NBSP, line breaks); inside kept.
 
