@@ -83,11 +83,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 52, 62], help="(default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="fetch the experiments into this repository")
     args = parser.parse_args(argv)
-    settings = recipes.settings(recipes.load(args.recipe))
-    if args.corpus:
-        settings += recipes.settings(recipes.load(f"corpora/{args.corpus}"))
+    overrides = {**recipes.load(args.recipe), **(recipes.load(f"corpora/{args.corpus}") if args.corpus else {})}
+    settings = recipes.settings(overrides)
     name = f"{args.recipe}-{args.corpus}" if args.corpus else args.recipe
-    inputs = recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), settings))
+    inputs = recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), overrides))
     points = []
     with tempfile.TemporaryDirectory() as tmp:
         clone, commit = recipe_time.fresh_clone(Path(tmp), "HEAD", inputs)
