@@ -539,3 +539,55 @@ def test_transfer_scores_each_length_band_apart_and_pairs_the_model_with_tfidf_o
     assert [b["accuracy"]["TF-IDF LR"] for b in bands] == [1 / 3, 1.0, 1.0]
     assert [b["model_minus_tfidf"]["delta"] for b in bands] == pytest.approx([2 / 3, -1 / 3, -1.0])
     assert bands[2]["model_minus_tfidf"]["ci95"] == {"lo": -1.0, "hi": -1.0}  # both reviews, every resample
+
+
+def test_learning_curve_runs_each_share_and_seed_and_averages_the_margin_over_its_seeds(tmp_path, monkeypatch):
+    """A stand-in `dvc` trains on the share it is given: the margin grows with it, seed 43 a point higher."""
+    bin_dir = fake_dvc(
+        tmp_path,
+        monkeypatch,
+        "settings = dict(a.split('=', 1) for a in sys.argv if '=' in a)\n"
+        "share, seed = float(settings['data.train_share']), int(settings['seed'])\n"
+        "margin = share / 10 - 0.05 + (0.01 if seed == 43 else 0)\n"
+        "ci = {'lo': margin - 0.02, 'hi': margin + 0.02}\n"
+        "split = {'accuracy': 0.9, 'unseen': {'accuracy': 0.9 + margin}, 'vs_best_baseline': "
+        "{'name': 'svm', 'delta': margin, 'ci95': ci}}\n"
+        "pathlib.Path('metrics').mkdir(exist_ok=True)\n"
+        "pathlib.Path('metrics/eval.json').write_text(json.dumps({'validation': split, 'test': split}))\n"
+        "svm = {'validation': {'unseen': {'accuracy': 0.9}}, 'test': {'unseen': {'accuracy': 0.9}}}\n"
+        "pathlib.Path('metrics/baseline.json').write_text(json.dumps({'svm': svm}))\n"
+        "rows = {'data': {'rows': {'train': round(800 * share)}}}\n"
+        "pathlib.Path('metrics/data.json').write_text(json.dumps(rows))\n"
+        "with open(pathlib.Path(sys.argv[0]).parent / 'runs.txt', 'a') as f:\n"
+        "    f.write(' '.join(sys.argv[3:]) + '\\n')\n",
+    )
+    repo = tmp_path / "repo"
+    (repo / "recipes" / "corpora").mkdir(parents=True)
+    monkeypatch.chdir(repo)
+    (repo / "params.yaml").write_text("{}\n")
+    (repo / "recipes" / "small.yaml").write_text("train.epochs: 1\n")
+    (repo / "recipes" / "corpora" / "shop.yaml").write_text("data.drop_empty: true\n")
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"], check=True)
+    curve = load("learning_curve")
+    monkeypatch.setattr(
+        curve.recipe_time,
+        "validation_answers",
+        lambda clone, env: {"right": np.ones(4, bool)} | {"seen": np.zeros(4, bool)},
+    )
+    monkeypatch.setattr(curve, "OUT", tmp_path / "out")
+    flags = ["--recipe", "small", "--corpus", "shop", "--shares", "0.5", "1", "--seeds", "42", "43"]
+    result = curve.main(flags)
+    assert (tmp_path / "out" / "small-shop.json").is_file()
+    assert (bin_dir / "runs.txt").read_text().splitlines() == [
+        f"-n curve-small-shop-{p}-s{s} -S train.epochs=1 -S data.drop_empty=true -S data.train_share={share} -S seed={s}"
+        for p, share in (("50", "0.5"), ("100", "1.0"))
+        for s in (42, 43)
+    ]
+    half, whole = result["curve"]
+    assert (half["share"], half["train_rows"], whole["train_rows"]) == (0.5, 400, 800)
+    assert half["test_margin"] == pytest.approx(0.005) and whole["test_margin"] == pytest.approx(0.055)
+    assert (half["test_margin_above"], whole["test_margin_above"]) == (0, 2)  # seed 42 at half: lo < 0
+    assert half["validation_unseen"] == pytest.approx(0.905)
+    assert result["points"][0]["baselines"] == {"svm": {"validation_unseen": 0.9, "test_unseen": 0.9}}
