@@ -581,8 +581,8 @@ def test_learning_curve_runs_each_share_and_seed_and_averages_the_margin_over_it
     result = curve.main(flags)
     assert (tmp_path / "out" / "small-shop.json").is_file()
     assert (bin_dir / "runs.txt").read_text().splitlines() == [
-        f"-n curve-small-shop-{p}-s{s} -S train.epochs=1 -S data.drop_empty=true -S data.train_share={share} -S seed={s}"
-        for p, share in (("50", "0.5"), ("100", "1.0"))
+        f"-n curve-small-shop-{p}-s{s} -S train.epochs=1 -S data.drop_empty=true -S data.train_share={x} -S seed={s}"
+        for p, x in (("50", "0.5"), ("100", "1.0"))
         for s in (42, 43)
     ]
     half, whole = result["curve"]

@@ -4,7 +4,7 @@ import json
 
 from fixtures import block_rows
 
-from tools.docs.paired import agreement_block, paired_block, paired_table
+from tools.docs.paired import agreement_block, curve_block, paired_block, paired_table
 
 
 def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tmp_path):
@@ -133,3 +133,33 @@ def test_the_lever_block_gives_each_runs_unseen_test_margin_over_the_strongest_b
     del record["control"]["runs"][1]["test_vs_best_baseline"]  # a run recorded before evaluate compared them
     path.write_text(json.dumps(record), encoding="utf-8")
     assert paired_block(path).rstrip().endswith("**level**.")
+
+
+def test_the_learning_curve_block_has_a_row_per_point_and_a_mean_row_per_share(tmp_path):
+    def point(share, seed, delta, seconds):
+        versus = {"name": "svm", "delta": delta, "ci95": {"lo": delta - 0.004, "hi": delta + 0.004}}
+        baselines = {"svm": {"test_unseen": 0.93}, "nblr": {"test_unseen": 0.91}}
+        scores = {"validation_unseen": 0.9, "test_unseen": 0.93 + delta, "test_vs_best_baseline": versus}
+        return {"share": share, "seed": seed, "train_rows": round(1000 * share), "seconds": seconds, **scores} | {
+            "baselines": baselines
+        }
+
+    points = [point(0.25, 42, -0.01, 60), point(0.25, 52, -0.002, 80), point(1.0, 42, 0.006, 200)]
+    mean = {"validation_unseen": 0.9, "test_margin_above": 0}
+    curve = [
+        {"share": 0.25, "train_rows": 250, "test_unseen": 0.924, "test_margin": -0.006, "test_margin_below": 1, **mean},
+        {"share": 1.0, "train_rows": 1000, "test_unseen": 0.936, "test_margin": 0.006, "test_margin_below": 0}
+        | {"validation_unseen": 0.9, "test_margin_above": 1},
+    ]
+    record = {"recipe": "transformer", "corpus": "online-shopping", "commit": "abcdef123", "curve": curve}
+    (tmp_path / "c.json").write_text(json.dumps(record | {"points": points}), encoding="utf-8")
+    block = curve_block(tmp_path / "c.json")
+    assert block.startswith("Measured by `benchmarks/learning_curve.py` at commit `abcdef1`: the `transformer` recipe")
+    assert block_rows(block) == [
+        ["25%", "250", "42", "60", "0.9000", "0.9200", "0.9300 SVM", "-0.0100 [-0.0140, -0.0060]"],
+        ["25%", "250", "52", "80", "0.9000", "0.9280", "0.9300 SVM", "-0.0020 [-0.0060, +0.0020]"],
+        ["25%, median / mean", "250", "", "70", "0.9000", "0.9240", "", "-0.0060 (mean; 0 of 2 above 0, 1 below)"],
+        ["100%", "1000", "42", "200", "0.9000", "0.9360", "0.9300 SVM", "+0.0060 [+0.0020, +0.0100]"],
+        ["100%, median / mean", "1000", "", "200", "0.9000", "0.9360", "", "+0.0060 (mean; 1 of 1 above 0, 0 below)"],
+    ]
+    assert curve_block(tmp_path / "none.json") is None

@@ -118,6 +118,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return paired.paired_block(src.root / paired.PAIRED / f"{name.removeprefix('lever-')}.json")
     if name.startswith("agreement-"):  # agreement-products-lazy-table-lever: benchmarks/agreement.py's count
         return paired.agreement_block(src.root / paired.AGREEMENT / f"{name.removeprefix('agreement-')}.json")
+    if name.startswith("curve-"):  # curve-transformer-online-shopping: benchmarks/learning_curve.py's record
+        return paired.curve_block(src.root / paired.CURVE / f"{name.removeprefix('curve-')}.json")
     if name == "recipe-time":  # before `recipe-`: the two commits' runs of the `transformer` recipe
         return speed.recipe_time_block(src.root / speed.RECIPE_TIME)
     if name.startswith("recipe-time-"):  # recipe-time-lazy-table: a kept record of a recipe not taken
