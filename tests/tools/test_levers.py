@@ -93,12 +93,16 @@ def test_a_record_made_before_the_nb_section_is_shown_with_todays_keys(tmp_path)
     runs = json.loads(record.read_text())
     for r in runs:
         if r["lever"] == "kd":
-            r["changed"] = {"train.distill": 0.5, "train.epochs": 9, "train.nb_role": "teacher"}  # as recorded then
-    record.write_text(json.dumps(runs))
-    assert read_record(record)[0]["changed"] == {"nb.distill": 0.5, "nb.role": "teacher", "train.epochs": 9}
+            r["changed"] = {"train.distill": 0.5, "train.epochs": 9, "train.nb_ngrams": 3, "train.nb_role": "teacher"}
+        else:  # a run made with an n-gram setting params.yaml had then, where no n-gram model is fit
+            r["changed"] = {**r["changed"], "train.nb_c": 10.0}
+    record.write_text(json.dumps(runs))  # as recorded then
+    changed = {"nb.distill": 0.5, "nb.ngrams": 3, "nb.role": "teacher", "train.epochs": 9}
+    assert read_record(record)[0]["changed"] == changed
     update_levers(page, None, record)
-    kd = {r[0]: r for r in table_rows(block(page.read_text(), "levers"))}["`kd`"]
-    assert kd[1] == "`nb.distill=0.5`, `nb.role=teacher`, `train.epochs=9`"
+    table = {r[0]: r for r in table_rows(block(page.read_text(), "levers"))}
+    assert table["`kd`"][1] == "`nb.distill=0.5`, `nb.ngrams=3`, `nb.role=teacher`, `train.epochs=9`"
+    assert table["`tf1`"][1] == "`train.epochs=7`"  # nb.c is idle without nb.ngrams: not a change
     assert "train.distill" not in record.read_text()
 
 

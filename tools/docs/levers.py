@@ -71,9 +71,13 @@ def _stats(values: list[float]) -> str:
 
 
 def _changes(changed: dict, against: dict) -> str:
-    diff = {k: v for k, v in changed.items() if against.get(k, REFERENCE.get(k)) != v}
-    gone = {k: REFERENCE[k] for k in against if k not in changed}
-    return ", ".join(f"`{k}={recipes.value(v)}`" for k, v in {**diff, **gone}.items()) or "—"
+    """The settings a run (``changed``) has that its control (``against``) has not, either over the defaults.
+
+    A setting the run's others make idle is not one (:func:`_meant`): ``nb.c`` where no n-gram model is fit.
+    """
+    now, then = _meant({**REFERENCE, **changed}), _meant({**REFERENCE, **against})
+    keys = [k for k in dict.fromkeys([*changed, *against]) if k in now]  # the run's own first, then its control's
+    return ", ".join(f"`{k}={recipes.value(now[k])}`" for k in keys if then.get(k, REFERENCE.get(k)) != now[k]) or "—"
 
 
 def _groups(records: list[dict], resplit: bool) -> dict[str, list[dict]]:
