@@ -156,10 +156,10 @@ def test_the_learning_curve_block_has_a_row_per_point_and_a_mean_row_per_share(t
     block = curve_block(tmp_path / "c.json")
     assert block.startswith("Measured by `benchmarks/learning_curve.py` at commit `abcdef1`: the `transformer` recipe")
     assert block_rows(block) == [
-        ["25%", "250", "42", "60", "0.9000", "0.9200", "0.9300 SVM", "-0.0100 [-0.0140, -0.0060]"],
-        ["25%", "250", "52", "80", "0.9000", "0.9280", "0.9300 SVM", "-0.0020 [-0.0060, +0.0020]"],
-        ["25%, median / mean", "250", "", "70", "0.9000", "0.9240", "", "-0.0060 (mean; 0 of 2 above 0, 1 below)"],
-        ["100%", "1000", "42", "200", "0.9000", "0.9360", "0.9300 SVM", "+0.0060 [+0.0020, +0.0100]"],
-        ["100%, median / mean", "1000", "", "200", "0.9000", "0.9360", "", "+0.0060 (mean; 1 of 1 above 0, 0 below)"],
+        ["25%", "250", "42", "0.9000", "0.9200", "0.9300 SVM", "-0.0100 [-0.0140, -0.0060]"],
+        ["25%", "250", "52", "0.9000", "0.9280", "0.9300 SVM", "-0.0020 [-0.0060, +0.0020]"],
+        ["25%, mean", "250", "", "0.9000", "0.9240", "", "-0.0060 (mean; 0 of 2 above 0, 1 below)"],
+        ["100%", "1000", "42", "0.9000", "0.9360", "0.9300 SVM", "+0.0060 [+0.0020, +0.0100]"],
+        ["100%, mean", "1000", "", "0.9000", "0.9360", "", "+0.0060 (mean; 1 of 1 above 0, 0 below)"],
     ]
     assert curve_block(tmp_path / "none.json") is None

@@ -139,7 +139,7 @@ def curve_block(path: Path) -> str | None:
     if not path.is_file():
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
-    header = ["share of train", "train reviews", "seed", "seconds", "unseen validation", "unseen test"]
+    header = ["share of train", "train reviews", "seed", "unseen validation", "unseen test"]
     header += ["strongest baseline, unseen test", "unseen test minus it"]
 
     def row(point: dict) -> list[str]:
@@ -150,7 +150,6 @@ def curve_block(path: Path) -> str | None:
             f"{point['share']:.0%}",
             str(point["train_rows"]),
             str(point["seed"]),
-            f"{point['seconds']:.0f}",
             f"{point['validation_unseen']:.4f}",
             f"{point['test_unseen']:.4f}",
             f"{baseline:.4f} {SHORT_NAMES[versus['name']]}",
@@ -161,12 +160,11 @@ def curve_block(path: Path) -> str | None:
     for mean in record["curve"]:
         points = [p for p in record["points"] if p["share"] == mean["share"]]
         rows += [row(p) for p in points]
-        seconds = statistics.median(p["seconds"] for p in points)
         counted = f"{mean['test_margin_above']} of {len(points)} above 0, {mean['test_margin_below']} below"
         means = [f"{mean['validation_unseen']:.4f}", f"{mean['test_unseen']:.4f}", ""]
-        label = f"{mean['share']:.0%}, median / mean"
+        label = f"{mean['share']:.0%}, mean"
         margin = f"{mean['test_margin']:+.4f} (mean; {counted})"
-        rows.append([label, f"{mean['train_rows']:.0f}", "", f"{seconds:.0f}", *means, margin])
+        rows.append([label, f"{mean['train_rows']:.0f}", "", *means, margin])
     corpus = f"`{record['corpus']}`" if record["corpus"] else "ChnSentiCorp"
     return (
         f"Measured by `benchmarks/learning_curve.py` at commit `{record['commit'][:7]}`: the `{record['recipe']}` "
