@@ -57,6 +57,7 @@ def sweep():
         exp("tf-c0ffee1-s52", 0.92, 0.93, seed=52),  # a run named after its commit too: still `tf`
         exp("wide-s42", 0.93, 0.94, seed=42),  # same corpus, settings and seed as tf-s42: its baselines again
         exp("products-default-s42", 0.95, 0.96, data=PRODUCTS, nblr=0.94, delta=(0.012, 0.004, 0.02), n=(4489, 4490)),
+        exp("curve-tf-25-s42", 0.85, 0.86, data={**PRODUCTS, "train_share": 0.25}),  # a learning curve's point
     )
 
 

@@ -136,30 +136,48 @@ def test_the_lever_block_gives_each_runs_unseen_test_margin_over_the_strongest_b
 
 
 def test_the_learning_curve_block_has_a_row_per_point_and_a_mean_row_per_share(tmp_path):
-    def point(share, seed, delta, seconds):
-        versus = {"name": "svm", "delta": delta, "ci95": {"lo": delta - 0.004, "hi": delta + 0.004}}
-        baselines = {"svm": {"test_unseen": 0.93}, "nblr": {"test_unseen": 0.91}}
-        scores = {"validation_unseen": 0.9, "test_unseen": 0.93 + delta, "test_vs_best_baseline": versus}
-        return {"share": share, "seed": seed, "train_rows": round(1000 * share), "seconds": seconds, **scores} | {
-            "baselines": baselines
-        }
+    def point(share, seed, delta):
+        def versus(d):
+            return {"name": "svm", "delta": d, "ci95": {"lo": d - 0.004, "hi": d + 0.004}}
 
-    points = [point(0.25, 42, -0.01, 60), point(0.25, 52, -0.002, 80), point(1.0, 42, 0.006, 200)]
-    mean = {"validation_unseen": 0.9, "test_margin_above": 0}
-    curve = [
-        {"share": 0.25, "train_rows": 250, "test_unseen": 0.924, "test_margin": -0.006, "test_margin_below": 1, **mean},
-        {"share": 1.0, "train_rows": 1000, "test_unseen": 0.936, "test_margin": 0.006, "test_margin_below": 0}
-        | {"validation_unseen": 0.9, "test_margin_above": 1},
-    ]
+        scores = {"validation_unseen": 0.9, "validation_vs_best_baseline": versus(delta - 0.001)}
+        scores |= {"test_unseen": 0.93 + delta, "test_vs_best_baseline": versus(delta)}
+        return {"share": share, "seed": seed, "train_rows": round(1000 * share), **scores}
+
+    points = [point(0.25, 42, -0.01), point(0.25, 52, -0.002), point(1.0, 42, 0.006)]
+
+    def mean(share, rows, test, margin, above, below):
+        scores = {"validation_unseen": 0.9, "validation_margin": margin - 0.001, "test_unseen": test}
+        counts = {"validation_margin_above": above, "validation_margin_below": below}
+        counts |= {"test_margin_above": above, "test_margin_below": below}
+        return {"share": share, "train_rows": rows, "test_margin": margin, **scores, **counts}
+
+    curve = [mean(0.25, 250, 0.924, -0.006, 0, 1), mean(1.0, 1000, 0.936, 0.006, 1, 0)]
     record = {"recipe": "transformer", "corpus": "online-shopping", "commit": "abcdef123", "curve": curve}
     (tmp_path / "c.json").write_text(json.dumps(record | {"points": points}), encoding="utf-8")
     block = curve_block(tmp_path / "c.json")
     assert block.startswith("Measured by `benchmarks/learning_curve.py` at commit `abcdef1`: the `transformer` recipe")
     assert block_rows(block) == [
-        ["25%", "250", "42", "0.9000", "0.9200", "0.9300 SVM", "-0.0100 [-0.0140, -0.0060]"],
-        ["25%", "250", "52", "0.9000", "0.9280", "0.9300 SVM", "-0.0020 [-0.0060, +0.0020]"],
-        ["25%, mean", "250", "", "0.9000", "0.9240", "", "-0.0060 (mean; 0 of 2 above 0, 1 below)"],
-        ["100%", "1000", "42", "0.9000", "0.9360", "0.9300 SVM", "+0.0060 [+0.0020, +0.0100]"],
-        ["100%, mean", "1000", "", "0.9000", "0.9360", "", "+0.0060 (mean; 1 of 1 above 0, 0 below)"],
+        ["25%", "250", "42", "0.9000", "-0.0110 [-0.0150, -0.0070] SVM", "0.9200", "-0.0100 [-0.0140, -0.0060] SVM"],
+        ["25%", "250", "52", "0.9000", "-0.0030 [-0.0070, +0.0010] SVM", "0.9280", "-0.0020 [-0.0060, +0.0020] SVM"],
+        [
+            "25%, mean",
+            "250",
+            "",
+            "0.9000",
+            "-0.0070 (0 of 2 above 0, 1 below)",
+            "0.9240",
+            "-0.0060 (0 of 2 above 0, 1 below)",
+        ],
+        ["100%", "1000", "42", "0.9000", "+0.0050 [+0.0010, +0.0090] SVM", "0.9360", "+0.0060 [+0.0020, +0.0100] SVM"],
+        [
+            "100%, mean",
+            "1000",
+            "",
+            "0.9000",
+            "+0.0050 (1 of 1 above 0, 0 below)",
+            "0.9360",
+            "+0.0060 (1 of 1 above 0, 0 below)",
+        ],
     ]
     assert curve_block(tmp_path / "none.json") is None

@@ -118,8 +118,13 @@ def baseline_entry(record: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def gathered(records: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
-    """The evaluated experiments of ``records`` (not the commits) as run entries, and their baselines."""
+    """The evaluated experiments of ``records`` (not the commits) as run entries, and their baselines.
+
+    A run on part of train (``data.train_share`` below 1) is a learning curve's point
+    (``benchmarks/learning_curve.py``), not a run of its corpus: it is left out.
+    """
     runs = [r for r in records if r["rev"] != r["baseline"] and r.get("eval:validation.accuracy") is not None]
+    runs = [r for r in runs if r.get("data.train_share", DATA_DEFAULTS["train_share"]) == 1]
     return [run_entry(r) for r in runs], [b for b in map(baseline_entry, runs) if b is not None]
 
 

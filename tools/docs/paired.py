@@ -131,45 +131,43 @@ CURVE = Path("benchmarks/results/learning_curve")  # what benchmarks/learning_cu
 
 
 def curve_block(path: Path) -> str | None:
-    """What ``benchmarks/learning_curve.py`` measured: per share of train and seed, the recipe against the
-    strongest baseline fitted on the same reviews; a mean row per share.
+    """What ``benchmarks/learning_curve.py`` measured: per share of train and seed, the recipe's unseen
+    accuracies and its margin over the strongest baseline fitted on the same reviews; a mean row per share.
 
     None before the benchmark has written ``path``.
     """
     if not path.is_file():
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
-    header = ["share of train", "train reviews", "seed", "unseen validation", "unseen test"]
-    header += ["strongest baseline, unseen test", "unseen test minus it"]
+    header = ["share of train", "train reviews", "seed", "unseen validation", "minus the strongest baseline"]
+    header += ["unseen test", "minus the strongest baseline"]
+
+    def margin(versus: dict) -> str:
+        ci = versus["ci95"]
+        return f"{signed_interval(versus['delta'], ci['lo'], ci['hi'])} {SHORT_NAMES[versus['name']]}"
 
     def row(point: dict) -> list[str]:
-        versus = point["test_vs_best_baseline"]
-        ci = versus["ci95"]
-        baseline = point["baselines"][versus["name"]]["test_unseen"]
-        return [
-            f"{point['share']:.0%}",
-            str(point["train_rows"]),
-            str(point["seed"]),
-            f"{point['validation_unseen']:.4f}",
-            f"{point['test_unseen']:.4f}",
-            f"{baseline:.4f} {SHORT_NAMES[versus['name']]}",
-            signed_interval(versus["delta"], ci["lo"], ci["hi"]),
-        ]
+        scores = [f"{point['validation_unseen']:.4f}", margin(point["validation_vs_best_baseline"])]
+        scores += [f"{point['test_unseen']:.4f}", margin(point["test_vs_best_baseline"])]
+        return [f"{point['share']:.0%}", str(point["train_rows"]), str(point["seed"]), *scores]
+
+    def mean_row(mean: dict, n: int) -> list[str]:
+        cells = [f"{mean['share']:.0%}, mean", f"{mean['train_rows']:.0f}", ""]
+        for split in ("validation", "test"):
+            counted = f"{mean[f'{split}_margin_above']} of {n} above 0, {mean[f'{split}_margin_below']} below"
+            cells += [f"{mean[f'{split}_unseen']:.4f}", f"{mean[f'{split}_margin']:+.4f} ({counted})"]
+        return cells
 
     rows = []
     for mean in record["curve"]:
         points = [p for p in record["points"] if p["share"] == mean["share"]]
-        rows += [row(p) for p in points]
-        counted = f"{mean['test_margin_above']} of {len(points)} above 0, {mean['test_margin_below']} below"
-        means = [f"{mean['validation_unseen']:.4f}", f"{mean['test_unseen']:.4f}", ""]
-        label = f"{mean['share']:.0%}, mean"
-        margin = f"{mean['test_margin']:+.4f} (mean; {counted})"
-        rows.append([label, f"{mean['train_rows']:.0f}", "", *means, margin])
-    corpus = f"`{record['corpus']}`" if record["corpus"] else "ChnSentiCorp"
+        rows += [*(row(p) for p in points), mean_row(mean, len(points))]
+    corpus = f"the corpus of `recipes/corpora/{record['corpus']}.yaml`" if record["corpus"] else "ChnSentiCorp"
     return (
         f"Measured by `benchmarks/learning_curve.py` at commit `{record['commit'][:7]}`: the `{record['recipe']}` "
         f"recipe on {corpus}, its train reviews cut to each share (`data.train_share`: each class alike, a "
         "smaller share's reviews inside a larger one's, validation and test as they are), the n-gram baselines "
-        "fitted on the same reviews; the strongest is the one stronger on unseen validation, and the difference "
-        "has its 95% paired bootstrap interval over the unseen test reviews.\n\n" + markdown.table(header, rows)
+        "fitted on the same reviews. The strongest baseline is the one stronger on unseen validation; each "
+        "difference has its 95% paired bootstrap interval over the split's unseen reviews.\n\n"
+        + markdown.table(header, rows)
     )
