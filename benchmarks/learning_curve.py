@@ -13,9 +13,16 @@ each baseline's, and the evaluate stage's paired margin over the strongest basel
 bootstrap interval over the unseen reviews).
 
     python benchmarks/learning_curve.py [--recipe transformer] [--corpus online-shopping]
-        [--shares 0.25 0.5 1] [--seeds 42 52 62] [--keep]
+        [--shares 0.25 0.5 1] [--seeds 42 52 62] [--set KEY=VALUE …] [--name NAME] [--keep]
 
-Writes ``benchmarks/results/learning_curve/<recipe>[-<corpus>].json``.
+``--set`` adds settings on top of the recipe's on every run (``train.epochs=20`` at a quarter
+of train: as many steps as the recipe takes on all of it).
+
+Writes ``benchmarks/results/learning_curve/<name>.json`` (``<recipe>[-<corpus>]`` unless
+``--name``); its docs block is ``curve-<name>``. The runs' seconds are recorded too, but other work on the
+machine slows them, so the block leaves them out. With ``--keep`` the experiments are fetched
+into this repository (``curve-…``); a point on part of train is never taken for a run of its
+corpus (``tools.docs.corpora`` leaves it out).
 """
 
 from __future__ import annotations
@@ -81,11 +88,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--corpus", help="a file in recipes/corpora/: its data keys on every run")
     parser.add_argument("--shares", type=float, nargs="+", default=[0.25, 0.5, 1.0], help="(default: %(default)s)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 52, 62], help="(default: %(default)s)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="settings on top of the recipe's")
+    parser.add_argument("--name", help="the record's name (default: <recipe>[-<corpus>])")
     parser.add_argument("--keep", action="store_true", help="fetch the experiments into this repository")
     args = parser.parse_args(argv)
     overrides = {**recipes.load(args.recipe), **(recipes.load(f"corpora/{args.corpus}") if args.corpus else {})}
+    overrides |= recipes.parsed(args.set)
     settings = recipes.settings(overrides)
-    name = f"{args.recipe}-{args.corpus}" if args.corpus else args.recipe
+    name = args.name or (f"{args.recipe}-{args.corpus}" if args.corpus else args.recipe)
     inputs = recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), overrides))
     points = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,6 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "recipe": args.recipe,
         "corpus": args.corpus,
+        "set": args.set,
         "settings": settings,
         "commit": commit,
         "cpus": os.cpu_count(),

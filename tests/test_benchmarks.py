@@ -591,3 +591,9 @@ def test_learning_curve_runs_each_share_and_seed_and_averages_the_margin_over_it
     assert (half["test_margin_above"], whole["test_margin_above"]) == (0, 2)  # seed 42 at half: lo < 0
     assert half["validation_unseen"] == pytest.approx(0.905)
     assert result["points"][0]["baselines"] == {"svm": {"validation_unseen": 0.9, "test_unseen": 0.9}}
+    (bin_dir / "runs.txt").unlink()  # a setting on top of the recipe's, in place of its own value
+    flags = ["--recipe", "small", "--shares", "0.5", "--seeds", "42", "--set", "train.epochs=4", "--name", "four"]
+    assert curve.main(flags)["set"] == ["train.epochs=4"]
+    assert (tmp_path / "out" / "four.json").is_file()
+    runs = (bin_dir / "runs.txt").read_text().splitlines()
+    assert runs == ["-n curve-four-50-s42 -S train.epochs=4 -S data.train_share=0.5 -S seed=42"]

@@ -154,9 +154,12 @@ def test_the_learning_curve_block_has_a_row_per_point_and_a_mean_row_per_share(t
 
     curve = [mean(0.25, 250, 0.924, -0.006, 0, 1), mean(1.0, 1000, 0.936, 0.006, 1, 0)]
     record = {"recipe": "transformer", "corpus": "online-shopping", "commit": "abcdef123", "curve": curve}
+    record |= {"set": ["train.epochs=20"]}
     (tmp_path / "c.json").write_text(json.dumps(record | {"points": points}), encoding="utf-8")
     block = curve_block(tmp_path / "c.json")
-    assert block.startswith("Measured by `benchmarks/learning_curve.py` at commit `abcdef1`: the `transformer` recipe")
+    start = "Measured by `benchmarks/learning_curve.py` at commit `abcdef1`: the `transformer` recipe with "
+    start += "`train.epochs=20` on"
+    assert block.startswith(start)
     assert block_rows(block) == [
         ["25%", "250", "42", "0.9000", "-0.0110 [-0.0150, -0.0070] SVM", "0.9200", "-0.0100 [-0.0140, -0.0060] SVM"],
         ["25%", "250", "52", "0.9000", "-0.0030 [-0.0070, +0.0010] SVM", "0.9280", "-0.0020 [-0.0060, +0.0020] SVM"],

@@ -163,9 +163,10 @@ def curve_block(path: Path) -> str | None:
         points = [p for p in record["points"] if p["share"] == mean["share"]]
         rows += [*(row(p) for p in points), mean_row(mean, len(points))]
     corpus = f"the corpus of `recipes/corpora/{record['corpus']}.yaml`" if record["corpus"] else "ChnSentiCorp"
+    on_top = " with " + ", ".join(f"`{s}`" for s in record["set"]) if record.get("set") else ""
     return (
         f"Measured by `benchmarks/learning_curve.py` at commit `{record['commit'][:7]}`: the `{record['recipe']}` "
-        f"recipe on {corpus}, its train reviews cut to each share (`data.train_share`: each class alike, a "
+        f"recipe{on_top} on {corpus}, its train reviews cut to each share (`data.train_share`: each class alike, a "
         "smaller share's reviews inside a larger one's, validation and test as they are), the n-gram baselines "
         "fitted on the same reviews. The strongest baseline is the one stronger on unseen validation; each "
         "difference has its 95% paired bootstrap interval over the split's unseen reviews.\n\n"
