@@ -62,7 +62,8 @@ class _Part:
 
 
 def load_corpus(config: DataConfig, seed: int = 0, revision: str | None = None) -> Corpus:
-    """Read ``config.source``, check every row, find the classes, split if asked, count leakage."""
+    """Read ``config.source``, check every row, find the classes, split if asked, keep ``data.train_share`` of
+    train, count leakage (in the train kept)."""
     raw = read_source(config.source, revision, config.encoding)
     parts = {name: _check_rows(ds, origin, config) for name, (ds, origin) in raw.items()}
     classes = Classes.from_keys({p.origin: p.table["key"] for p in parts.values()}, config.label_names)
