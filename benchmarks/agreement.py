@@ -17,6 +17,10 @@ the record's (``validation_seen``), or the reviews would not be the same ones in
 order, and the run stops.
 
     python benchmarks/agreement.py benchmarks/results/levers/products-lazy-table.json [--side lever|control]
+        [--bands 40 120]
+
+``--bands`` also counts the four groups in bands of review length (characters; the edges
+given, each band from one edge up to the next), per run and in total: where the margin lies.
 
 Writes ``benchmarks/results/agreement/<record name>-<side>.json``.
 """
@@ -24,6 +28,7 @@ Writes ``benchmarks/results/agreement/<record name>-<side>.json``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -59,8 +64,8 @@ def groups(model_right: np.ndarray, baseline_right: np.ndarray) -> dict[str, int
     }
 
 
-def run_agreement(run: dict, params_path: Path) -> dict:
-    """One recorded run against its baseline on its own unseen validation reviews."""
+def run_agreement(run: dict, params_path: Path, edges: list[int] | None = None) -> dict:
+    """One recorded run against its baseline on its own unseen validation reviews (and per length band)."""
     params = recipes.overridden(load_params(params_path), recipes.parsed(run["settings"]))
     corpus = load_corpus(params.data, params.seed)
     train, validation = (split.table.to_pandas() for split in corpus.splits[:2])
@@ -73,9 +78,25 @@ def run_agreement(run: dict, params_path: Path) -> dict:
     baseline_right = predicted["validation"] == validation["label"].to_numpy()
     model_right = np.array([c == "1" for c in run["validation_right"]])
     unseen = ~seen
-    return {"seed": run["seed"], "name": run["name"], "baseline": name} | groups(
-        model_right[unseen], baseline_right[unseen]
-    )
+    found = {"seed": run["seed"], "name": run["name"], "baseline": name}
+    found |= groups(model_right[unseen], baseline_right[unseen])
+    if edges:
+        length = validation["text"].str.len().to_numpy()
+        bounds = list(itertools.pairwise([0, *edges, None]))
+        within = [unseen & (length >= lo) & (length < (hi or length.max() + 1)) for lo, hi in bounds]
+        found["bands"] = [
+            {"from": lo, "to": hi, **groups(model_right[w], baseline_right[w])}
+            for (lo, hi), w in zip(bounds, within, strict=True)
+        ]
+    return found
+
+
+def summed(counts: list[dict]) -> dict[str, int]:
+    """The groups of several runs (or bands) added up."""
+    totals = groups(np.zeros(0, bool), np.zeros(0, bool))
+    for c in counts:
+        totals = {k: totals[k] + c[k] for k in totals}
+    return totals
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -83,15 +104,19 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("record", type=Path, help="a record of benchmarks/lever.py")
     parser.add_argument("--side", choices=sorted(SIDES), default="lever", help="(default: %(default)s)")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="what the runs' settings override")
+    parser.add_argument("--bands", type=int, nargs="+", metavar="CHARS", help="length edges: counts per band too")
     args = parser.parse_args(argv)
     record = json.loads(args.record.read_text(encoding="utf-8"))
-    runs = [run_agreement(run, args.params) for run in record[SIDES[args.side]]["runs"]]
-    totals = groups(np.zeros(0, bool), np.zeros(0, bool))
-    for run in runs:
-        totals = {k: totals[k] + run[k] for k in totals}
+    runs = [run_agreement(run, args.params, args.bands) for run in record[SIDES[args.side]]["runs"]]
+    totals = summed(runs)
     result = {"record": args.record.as_posix(), "side": args.side, "lever": record["lever"], "runs": runs} | {
         "total": totals
     }
+    if args.bands:
+        result["bands"] = [
+            {"from": band["from"], "to": band["to"], **summed([run["bands"][i] for run in runs])}
+            for i, band in enumerate(runs[0]["bands"])
+        ]
     write_json(OUT / f"{args.record.stem}-{args.side}.json", result)
     print(json.dumps(result, indent=1))
     return result

@@ -519,6 +519,14 @@ def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, mo
     assert got["both_right"] + got["both_wrong"] == int(unseen[0])
     assert result["total"] == {k: v for k, v in got.items() if k not in ("seed", "name", "baseline")}
     assert (tmp_path / "out" / "r-lever.json").is_file()
+    banded = agreement.main([str(record), "--params", str(params), "--bands", "10"])
+    length = validation["text"].str.len().to_numpy()
+    short, long = banded["bands"]
+    assert (short["from"], short["to"], long["from"], long["to"]) == (0, 10, 10, None)
+    assert short["n"] == (unseen & (length < 10)).sum() and long["n"] == (unseen & (length >= 10)).sum()
+    assert short["n"] > 0 and long["n"] > 0  # the fixture has reviews on both sides of the edge
+    for key in ("n", "model_only", "baseline_only", "both_right", "both_wrong"):
+        assert short[key] + long[key] == banded["total"][key] == banded["runs"][0]["bands"][0][key] + long[key]
     run["validation_seen"] = "1" + run["validation_seen"][1:] if not seen[0] else "0" + run["validation_seen"][1:]
     record.write_text(json.dumps({"lever": "r", "lever_runs": {"runs": [run]}}), encoding="utf-8")
     with pytest.raises(SystemExit, match="unseen reviews differ"):  # another split, or the reviews in another order
