@@ -51,6 +51,13 @@ def fake_dvc(tmp_path: Path, monkeypatch, body: str) -> Path:
     return fake.parent
 
 
+def committed_repo() -> None:
+    """The working folder as a git repository with everything in it committed: what the benchmarks clone."""
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "r"], check=True)
+
+
 def test_recipe_time_links_only_the_inputs_that_are_local_folders_here(tmp_path, monkeypatch):
     from scratchformer.config import from_dict
 
@@ -172,9 +179,7 @@ def test_recipe_time_on_a_corpus_adds_its_data_keys_and_writes_a_record_of_its_o
     (repo / "recipes" / "corpora" / "shop.yaml").write_text("data.drop_empty: true\n")
     (repo / "params.yaml").write_text("{}\n")
     monkeypatch.chdir(repo)
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run(["git", "add", "-A"], check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "r"], check=True)
+    committed_repo()
     recipe_time = load("recipe_time")
     right = {"right": np.ones(4, dtype=bool), "seen": np.zeros(4, dtype=bool)}
     monkeypatch.setattr(recipe_time, "validation_answers", lambda clone, env: right)
@@ -207,9 +212,7 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
     repo.mkdir()
     monkeypatch.chdir(repo)
     (repo / "params.yaml").write_text("{}\n")
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run(["git", "add", "-A"], check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"], check=True)
+    committed_repo()
     lever = load("lever")
     (repo / "shop").mkdir()
     assert lever.inputs_for(["data.source=shop", "data.drop_empty=true"]) == ["shop"]  # a --base corpus is linked
@@ -575,9 +578,7 @@ def test_learning_curve_runs_each_share_and_seed_and_averages_the_margin_over_it
     (repo / "params.yaml").write_text("{}\n")
     (repo / "recipes" / "small.yaml").write_text("train.epochs: 1\n")
     (repo / "recipes" / "corpora" / "shop.yaml").write_text("data.drop_empty: true\n")
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run(["git", "add", "-A"], check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"], check=True)
+    committed_repo()
     curve = load("learning_curve")
     monkeypatch.setattr(
         curve.recipe_time,
