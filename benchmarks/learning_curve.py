@@ -33,20 +33,19 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from scratchformer.config import load_params
 from scratchformer.files import write_json
 from scratchformer.reporting import recipes
 
 HERE = Path(__file__).parent
 OUT = HERE / "results" / "learning_curve"
-_spec = importlib.util.spec_from_file_location("recipe_time", HERE / "recipe_time.py")
-recipe_time = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(recipe_time)
+_spec = importlib.util.spec_from_file_location("lever", HERE / "lever.py")
+lever = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lever)
+recipe_time = lever.recipe_time
 SPLITS = ("validation", "test")
 
 
@@ -96,7 +95,7 @@ def main(argv: list[str] | None = None) -> dict:
     overrides |= recipes.parsed(args.set)
     settings = recipes.settings(overrides)
     name = args.name or (f"{args.recipe}-{args.corpus}" if args.corpus else args.recipe)
-    inputs = recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), overrides))
+    inputs = lever.inputs_for(settings)
     points = []
     with tempfile.TemporaryDirectory() as tmp:
         clone, commit = recipe_time.fresh_clone(Path(tmp), "HEAD", inputs)
@@ -105,9 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
             for seed in args.seeds:
                 run = [*settings, f"data.train_share={share}", f"seed={seed}"]
                 label = f"curve-{name}-{round(share * 100)}-s{seed}"
-                command = ["dvc", "exp", "run", "-n", label, *(a for s in run for a in ("-S", s))]
-                subprocess.run(["git", "checkout", "-q", "--", "params.yaml"], cwd=clone, check=True)  # the last run's
-                record, _ = recipe_time.timed_run(clone, env, command)
+                record, _ = lever.run_side(clone, env, label, run)
                 point = {"share": share, "seed": seed, "name": label, "seconds": record["seconds"], **scored(clone)}
                 points.append(point)
                 print(json.dumps(point), flush=True)
