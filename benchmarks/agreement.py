@@ -17,10 +17,14 @@ the record's (``validation_seen``), or the reviews would not be the same ones in
 order, and the run stops.
 
     python benchmarks/agreement.py benchmarks/results/levers/products-lazy-table.json [--side lever|control]
-        [--bands 40 120]
+        [--bands 40 120] [--by cat]
 
 ``--bands`` also counts the four groups in bands of review length (characters; the edges
 given, each band from one edge up to the next), per run and in total: where the margin lies.
+``--by COLUMN`` counts them per value of a column of the corpus's own file(s) that the
+pipeline does not read (products.csv's ``cat``: the shop category). Each review's value is
+looked up by its text, stripped as ingest strips it; a text that occurs with two values
+counts as ``(mixed)``, and a review whose text is not in the source stops the run.
 
 Writes ``benchmarks/results/agreement/<record name>-<side>.json``.
 """
@@ -36,15 +40,17 @@ from pathlib import Path
 import numpy as np
 
 from scratchformer.analysis.baseline import BASELINES, fit_and_predict
-from scratchformer.config import load_params
-from scratchformer.data.ingest import load_corpus
-from scratchformer.data.splits import in_train
+from scratchformer.config import DataConfig, load_params
+from scratchformer.data.ingest import TEXT_COLUMNS, load_corpus
+from scratchformer.data.sources import read_source
+from scratchformer.data.splits import in_train, strip_edges
 from scratchformer.files import write_json
 from scratchformer.reporting import recipes
 
 HERE = Path(__file__).parent
 OUT = HERE / "results" / "agreement"
 SIDES = {"lever": "lever_runs", "control": "control"}
+MIXED = "(mixed)"  # the value of a text that occurs with two values of a --by column
 
 
 def groups(model_right: np.ndarray, baseline_right: np.ndarray) -> dict[str, int]:
@@ -64,8 +70,35 @@ def groups(model_right: np.ndarray, baseline_right: np.ndarray) -> dict[str, int
     }
 
 
-def run_agreement(run: dict, params_path: Path, edges: list[int] | None = None) -> dict:
-    """One recorded run against its baseline on its own unseen validation reviews (and per length band)."""
+def values_by_text(data: DataConfig, column: str) -> dict[str, str]:
+    """Each text of the corpus's source (stripped as ingest strips it) and its value in ``column``."""
+    found: dict[str, str] = {}
+    for ds, origin in read_source(data.source, None, data.encoding).values():
+        if column not in ds.column_names:
+            raise SystemExit(f"{origin}: no column {column!r} (columns: {', '.join(ds.column_names)})")
+        text_column = data.text_column or next(c for c in TEXT_COLUMNS if c in ds.column_names)
+        texts = strip_edges(ds.data.table.column(text_column)).to_pylist()
+        for text, value in zip(texts, map(str, ds[column]), strict=True):
+            found[text] = value if found.get(text, value) == value else MIXED
+    return found
+
+
+def per_value(run: dict, data: DataConfig, column: str, texts, unseen, model_right, baseline_right) -> list[dict]:
+    """The four groups of one run's unseen reviews per value of ``column``, the values in order."""
+    values = values_by_text(data, column)
+    missing = [t for t in texts if t not in values]
+    if missing:
+        raise SystemExit(f"{run['name']}: {len(missing)} validation texts not in {data.source}, e.g. {missing[0]!r}")
+    value = np.array([values[t] for t in texts])
+    return [
+        {"value": v, **groups(model_right[unseen & (value == v)], baseline_right[unseen & (value == v)])}
+        for v in sorted(set(value[unseen].tolist()))
+    ]
+
+
+def run_agreement(run: dict, params_path: Path, edges: list[int] | None = None, by: str | None = None) -> dict:
+    """One recorded run against its baseline on its own unseen validation reviews (and per length band, or
+    per value of a column of the source)."""
     params = recipes.overridden(load_params(params_path), recipes.parsed(run["settings"]))
     corpus = load_corpus(params.data, params.seed)
     train, validation = (split.table.to_pandas() for split in corpus.splits[:2])
@@ -88,6 +121,8 @@ def run_agreement(run: dict, params_path: Path, edges: list[int] | None = None) 
             {"from": lo, "to": hi, **groups(model_right[w], baseline_right[w])}
             for (lo, hi), w in zip(bounds, within, strict=True)
         ]
+    if by:
+        found["by"] = per_value(run, params.data, by, validation["text"], unseen, model_right, baseline_right)
     return found
 
 
@@ -105,9 +140,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--side", choices=sorted(SIDES), default="lever", help="(default: %(default)s)")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="what the runs' settings override")
     parser.add_argument("--bands", type=int, nargs="+", metavar="CHARS", help="length edges: counts per band too")
+    parser.add_argument("--by", metavar="COLUMN", help="a column of the corpus's source: counts per value too")
     args = parser.parse_args(argv)
     record = json.loads(args.record.read_text(encoding="utf-8"))
-    runs = [run_agreement(run, args.params, args.bands) for run in record[SIDES[args.side]]["runs"]]
+    runs = [run_agreement(run, args.params, args.bands, args.by) for run in record[SIDES[args.side]]["runs"]]
     totals = summed(runs)
     result = {"record": args.record.as_posix(), "side": args.side, "lever": record["lever"], "runs": runs} | {
         "total": totals
@@ -117,6 +153,10 @@ def main(argv: list[str] | None = None) -> dict:
             {"from": band["from"], "to": band["to"], **summed([run["bands"][i] for run in runs])}
             for i, band in enumerate(runs[0]["bands"])
         ]
+    if args.by:
+        values = sorted({g["value"] for run in runs for g in run["by"]})
+        counts = [{"value": v, **summed([g for run in runs for g in run["by"] if g["value"] == v])} for v in values]
+        result["by"] = {"column": args.by, "values": counts}
     write_json(OUT / f"{args.record.stem}-{args.side}.json", result)
     print(json.dumps(result, indent=1))
     return result

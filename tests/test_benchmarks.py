@@ -483,15 +483,13 @@ def test_agreement_counts_who_reads_each_unseen_review_right():
     }
 
 
-def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, monkeypatch):
-    from fixtures import write_corpus
-
+def agreement_record(tmp_path: Path, corpus: Path) -> tuple:
+    """A one-run lever record on ``corpus`` whose model is right exactly where SVM is wrong, but for the first
+    validation review; with the params file, the run, the validation split, SVM's rights and the seen mask."""
     from scratchformer.analysis.baseline import BASELINES, fit_and_predict
     from scratchformer.config import from_dict
     from scratchformer.data.ingest import load_corpus
 
-    agreement = load("agreement")
-    corpus = write_corpus(tmp_path / "corpus")
     params = tmp_path / "params.yaml"
     params.write_text("seed: 42\n", encoding="utf-8")
     local = from_dict({"data": {"source": str(corpus)}})
@@ -511,6 +509,14 @@ def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, mo
     }
     record = tmp_path / "r.json"
     record.write_text(json.dumps({"lever": "r", "lever_runs": {"runs": [run]}}), encoding="utf-8")
+    return record, params, run, validation, svm_right, seen
+
+
+def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, monkeypatch):
+    from fixtures import write_corpus
+
+    agreement = load("agreement")
+    record, params, run, validation, svm_right, seen = agreement_record(tmp_path, write_corpus(tmp_path / "corpus"))
     monkeypatch.setattr(agreement, "OUT", tmp_path / "out")
     result = agreement.main([str(record), "--params", str(params)])
     got = result["runs"][0]
@@ -534,6 +540,38 @@ def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, mo
     record.write_text(json.dumps({"lever": "r", "lever_runs": {"runs": [run]}}), encoding="utf-8")
     with pytest.raises(SystemExit, match="unseen reviews differ"):  # another split, or the reviews in another order
         agreement.main([str(record), "--params", str(params)])
+
+
+def test_agreement_counts_per_value_of_a_column_the_pipeline_does_not_read(tmp_path, monkeypatch):
+    from fixtures import write_corpus
+
+    from scratchformer.data.splits import strip_edges
+
+    agreement = load("agreement")
+    corpus = write_corpus(tmp_path / "corpus")
+    values: dict[str, set[str]] = {}  # each text's categories over every file: the expected lookup
+    for path in sorted(corpus.glob("*.tsv")):
+        header, *lines = path.read_text(encoding="utf-8").splitlines()
+        cats = ["甲", "乙", "丙"]  # by row, so a text in two files may hold two
+        rows = [f"{line}\t{cats[i % 3]}" for i, line in enumerate(lines)]
+        path.write_text("\n".join([header + "\tcat", *rows]) + "\n", encoding="utf-8")
+        for i, line in enumerate(lines):
+            values.setdefault(strip_edges([line.split("\t", 1)[1]])[0].as_py(), set()).add(cats[i % 3])
+    record, params, run, validation, svm_right, seen = agreement_record(tmp_path, corpus)
+    monkeypatch.setattr(agreement, "OUT", tmp_path / "out")
+    result = agreement.main([str(record), "--params", str(params), "--by", "cat"])
+    expected = np.array([min(values[t]) if len(values[t]) == 1 else "(mixed)" for t in validation["text"]])
+    model_right = np.array([c == "1" for c in run["validation_right"]])
+    unseen = ~seen
+    assert "(mixed)" in expected[unseen] and len(set(expected[unseen])) == 4  # the fixture holds every case
+    got = {g["value"]: g for g in result["runs"][0]["by"]}
+    assert sorted(got) == sorted(set(expected[unseen]))
+    for value, counts in got.items():
+        within = unseen & (expected == value)
+        assert counts == {"value": value, **agreement.groups(model_right[within], svm_right[within])}
+    assert result["by"] == {"column": "cat", "values": result["runs"][0]["by"]}  # one run: its counts are the total
+    with pytest.raises(SystemExit, match=r"train\.tsv: no column 'shop' \(columns: label, text_a, cat\)"):
+        agreement.main([str(record), "--params", str(params), "--by", "shop"])
 
 
 def test_transfer_scores_each_length_band_apart_and_pairs_the_model_with_tfidf_on_its_own_reviews():

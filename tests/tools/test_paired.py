@@ -102,6 +102,15 @@ def test_the_agreement_block_has_a_row_per_seed_and_the_total(tmp_path):
         ["all", "", "100", "90", "2", "5", "3", "-3", "0.9700"],
     ]
     assert agreement_block(tmp_path / "none.json") is None
+    assert "`cat`" not in block  # no table by value without --by
+    other = counts(40, 30, 6, 1, 3) | {"margin": +5, "either_right": 37}
+    record["by"] = {"column": "cat", "values": [{"value": "手机", **one}, {"value": "衣服", **other}]}
+    (tmp_path / "x-lever.json").write_text(json.dumps(record), encoding="utf-8")
+    by_value = agreement_block(tmp_path / "x-lever.json").split("column `cat`")[1]
+    assert block_rows(by_value) == [
+        ["手机", "100", "2", "5", "-3", "0.9200", "0.9500"],  # model: (90 + 2) / 100, baseline: (90 + 5) / 100
+        ["衣服", "40", "6", "1", "+5", "0.9000", "0.7750"],
+    ]
 
 
 def test_the_lever_block_gives_each_runs_unseen_test_margin_over_the_strongest_baseline(tmp_path):

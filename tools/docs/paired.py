@@ -119,12 +119,29 @@ def agreement_block(path: Path) -> str | None:
 
     rows = [row(str(r["seed"]), SHORT_NAMES[r["baseline"]], r) for r in record["runs"]]
     rows.append(row("all", "", record["total"]))
-    return (
+    block = (
         f"Counted by `benchmarks/agreement.py` from the {record['side']} side of `{record['record']}` "
         f"(`{record['lever']}`): each run's unseen validation reviews, by who reads each right, the run's model "
         "or the n-gram baseline its evaluate stage compared it with (refit on the run's split). "
         '"Either right" is the accuracy of a perfect choice between the two.\n\n' + markdown.table(header, rows)
     )
+    return block + (_by_value(record["by"]) if "by" in record else "")
+
+
+def _by_value(by: dict) -> str:
+    """The seeds' counts added up per value of a column of the corpus's file (``--by``), with both accuracies."""
+    header = [f"`{by['column']}`", "reviews", "only the model", "only the baseline", "model minus baseline"]
+    header += ["model", "baseline"]
+    rows = [
+        [g["value"], str(g["n"]), str(g["model_only"]), str(g["baseline_only"]), f"{g['margin']:+d}"]
+        + [f"{(g['both_right'] + g[k]) / g['n']:.4f}" for k in ("model_only", "baseline_only")]
+        for g in by["values"]
+    ]
+    intro = (
+        f"\n\nThe same reviews, every seed's added up, by the value of the column `{by['column']}` of the corpus's "
+        "file (which the pipeline does not read), with the model's and the baseline's accuracy on them:"
+    )
+    return intro + "\n\n" + markdown.table(header, rows)
 
 
 CURVE = Path("benchmarks/results/learning_curve")  # what benchmarks/learning_curve.py writes
