@@ -83,17 +83,13 @@ def values_by_text(data: DataConfig, column: str) -> dict[str, str]:
     return found
 
 
-def per_value(run: dict, data: DataConfig, column: str, texts, unseen, model_right, baseline_right) -> list[dict]:
-    """The four groups of one run's unseen reviews per value of ``column``, the values in order."""
+def column_values(texts: list[str], data: DataConfig, column: str, name: str) -> np.ndarray:
+    """The value in ``column`` of the corpus's source of each of ``texts`` (run ``name``'s validation texts)."""
     values = values_by_text(data, column)
     missing = [t for t in texts if t not in values]
     if missing:
-        raise SystemExit(f"{run['name']}: {len(missing)} validation texts not in {data.source}, e.g. {missing[0]!r}")
-    value = np.array([values[t] for t in texts])
-    return [
-        {"value": v, **groups(model_right[unseen & (value == v)], baseline_right[unseen & (value == v)])}
-        for v in sorted(set(value[unseen].tolist()))
-    ]
+        raise SystemExit(f"{name}: {len(missing)} validation texts not in {data.source}, e.g. {missing[0]!r}")
+    return np.array([values[t] for t in texts])
 
 
 def run_agreement(run: dict, params_path: Path, edges: list[int] | None = None, by: str | None = None) -> dict:
@@ -122,7 +118,9 @@ def run_agreement(run: dict, params_path: Path, edges: list[int] | None = None, 
             for (lo, hi), w in zip(bounds, within, strict=True)
         ]
     if by:
-        found["by"] = per_value(run, params.data, by, validation["text"], unseen, model_right, baseline_right)
+        value = column_values(list(validation["text"]), params.data, by, run["name"])
+        within = {v: unseen & (value == v) for v in sorted(set(value[unseen].tolist()))}
+        found["by"] = [{"value": v, **groups(model_right[w], baseline_right[w])} for v, w in within.items()]
     return found
 
 

@@ -545,6 +545,7 @@ def test_agreement_rebuilds_the_run_s_split_and_refits_its_baseline(tmp_path, mo
 def test_agreement_counts_per_value_of_a_column_the_pipeline_does_not_read(tmp_path, monkeypatch):
     from fixtures import write_corpus
 
+    from scratchformer.config import from_dict
     from scratchformer.data.splits import strip_edges
 
     agreement = load("agreement")
@@ -572,6 +573,9 @@ def test_agreement_counts_per_value_of_a_column_the_pipeline_does_not_read(tmp_p
     assert result["by"] == {"column": "cat", "values": result["runs"][0]["by"]}  # one run: its counts are the total
     with pytest.raises(SystemExit, match=r"train\.tsv: no column 'shop' \(columns: label, text_a, cat\)"):
         agreement.main([str(record), "--params", str(params), "--by", "shop"])
+    local = from_dict({"data": {"source": str(corpus)}}).data
+    with pytest.raises(SystemExit, match=r"r-s42: 1 validation texts not in .*corpus, e\.g\. '不在文件里'"):
+        agreement.column_values([validation["text"][0], "不在文件里"], local, "cat", "r-s42")
 
 
 def test_transfer_scores_each_length_band_apart_and_pairs_the_model_with_tfidf_on_its_own_reviews():
