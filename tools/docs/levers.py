@@ -50,6 +50,8 @@ def lever_records(records: list[dict]) -> list[dict[str, Any]]:
         params = {RENAMED.get(k, k): v for k, v in r.items() if ":" not in k and k not in ("name", "rev", "baseline")}
         if params.get("data.source", REFERENCE["data.source"]) != REFERENCE["data.source"]:
             continue  # another corpus: its runs are in docs/corpora.json, beside that corpus's own baselines
+        if params.get("data.resplit") and not match["resplit"]:
+            continue  # a re-split not named rs- (recipe_time.py --corpus chnsenticorp-resplit): docs/corpora.json
         changed = {k: v for k, v in sorted(params.items()) if k != "seed" and k in REFERENCE and v != REFERENCE[k]}
         out.append(
             {
