@@ -32,6 +32,7 @@ Writes ``benchmarks/results/agreement/<record name>-<side>.json``.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import sys
@@ -72,12 +73,17 @@ def groups(model_right: np.ndarray, baseline_right: np.ndarray) -> dict[str, int
 
 def values_by_text(data: DataConfig, column: str) -> dict[str, str]:
     """Each text of the corpus's source (stripped as ingest strips it) and its value in ``column``."""
+    return _values_by_text(data.source, data.encoding, data.text_column, column)
+
+
+@functools.cache  # the runs of a record share their source: it is read once, not once a run
+def _values_by_text(source: str, encoding: str, text_column: str | None, column: str) -> dict[str, str]:
     found: dict[str, str] = {}
-    for ds, origin in read_source(data.source, None, data.encoding).values():
+    for ds, origin in read_source(source, None, encoding).values():
         if column not in ds.column_names:
             raise SystemExit(f"{origin}: no column {column!r} (columns: {', '.join(ds.column_names)})")
-        text_column = data.text_column or next(c for c in TEXT_COLUMNS if c in ds.column_names)
-        texts = strip_edges(ds.data.table.column(text_column)).to_pylist()
+        text = text_column or next(c for c in TEXT_COLUMNS if c in ds.column_names)
+        texts = strip_edges(ds.data.table.column(text)).to_pylist()
         for text, value in zip(texts, map(str, ds[column]), strict=True):
             found[text] = value if found.get(text, value) == value else MIXED
     return found
