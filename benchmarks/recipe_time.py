@@ -3,9 +3,9 @@
 The `transformer` recipe's target is one network at or above NB-LR within 20 minutes on
 2 CPU cores, from a fresh clone. This benchmark measures exactly that path:
 
-1. ``git clone`` of this repository's HEAD into a temporary folder, with its own
-   (empty) DVC cache, so every stage runs: download, tokenize, baseline, train,
-   evaluate, render.
+1. ``git clone`` of this repository's HEAD (the commit it was at when the benchmark started,
+   for every seed) into a temporary folder, with its own (empty) DVC cache, so every stage
+   runs: download, tokenize, baseline, train, evaluate, render.
 2. ``dvc exp run -n <recipe>-<commit>-s<seed> -S …`` with the recipe's settings from
    ``recipes/<recipe>.yaml`` (the file the docs print the command from), timed; on another
    corpus the name begins with it (``products-transformer-…``, :func:`experiment_name`).
@@ -299,8 +299,9 @@ def main() -> None:
     if args.against_record:
         runs["earlier"], answers["earlier"] = recorded(args.against_record, args.seeds)
         args.against = runs["earlier"][0]["commit"]
-    for seed in args.seeds:
-        for side, rev in (("earlier", args.against), ("now", "HEAD")):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    for seed in args.seeds:  # every seed at the commit HEAD was at the start, whatever is committed meanwhile
+        for side, rev in (("earlier", args.against), ("now", head)):
             if rev is None or (side == "earlier" and args.against_record):
                 continue
             run, answered = time_recipe(rev, args.recipe, seed, inputs, args.keep, args.corpus)

@@ -154,10 +154,16 @@ def test_recipe_time_against_a_commit_times_each_commits_own_recipe_and_gives_th
     monkeypatch.setattr("sys.argv", ["recipe_time.py", "--recipe", "fast", "--seeds", "42", "52"])
     monkeypatch.setattr("sys.argv", [*sys.argv, "--against-record", str(first)])
     ran = []
-    monkeypatch.setattr(recipe_time, "time_recipe", lambda rev, *a: ran.append(rev) or real_time_recipe(rev, *a))
+
+    def time_and_commit(rev, *a):  # a commit made while the first seed runs must not reach the second
+        ran.append(rev)
+        return real_time_recipe(rev, *a), len(ran) == 1 and commit(3)
+
+    monkeypatch.setattr(recipe_time, "time_recipe", lambda rev, *a: time_and_commit(rev, *a)[0])
     recipe_time.main()
     again = json.loads((tmp_path / "out.json").read_text())
-    assert ran == ["HEAD", "HEAD"] and again["against"]["runs"] == record["against"]["runs"]
+    assert ran == [now, now] and [r["commit"] for r in again["runs"]] == [now, now]
+    assert again["against"]["runs"] == record["against"]["runs"]
     assert again["unseen_validation"] == compared and again["against_record"] == str(first)
     monkeypatch.setattr("sys.argv", [*sys.argv[:4], "62", *sys.argv[4:]])
     with pytest.raises(SystemExit, match="no earlier run of seed 62"):
