@@ -42,7 +42,7 @@ import numpy as np
 
 from scratchformer.analysis.baseline import BASELINES, fit_and_predict
 from scratchformer.config import DataConfig, load_params
-from scratchformer.data.ingest import TEXT_COLUMNS, load_corpus
+from scratchformer.data.ingest import load_corpus, text_column
 from scratchformer.data.sources import read_source
 from scratchformer.data.splits import in_train, strip_edges
 from scratchformer.files import write_json
@@ -77,12 +77,12 @@ def values_by_text(data: DataConfig, column: str) -> dict[str, str]:
 
 
 @functools.cache  # the runs of a record share their source: it is read once, not once a run
-def _values_by_text(source: str, encoding: str, text_column: str | None, column: str) -> dict[str, str]:
+def _values_by_text(source: str, encoding: str, wanted: str | None, column: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for ds, origin in read_source(source, None, encoding).values():
         if column not in ds.column_names:
             raise SystemExit(f"{origin}: no column {column!r} (columns: {', '.join(ds.column_names)})")
-        text = text_column or next(c for c in TEXT_COLUMNS if c in ds.column_names)
+        text = text_column(ds.column_names, origin, wanted)  # the column ingest reads
         texts = strip_edges(ds.data.table.column(text)).to_pylist()
         for text, value in zip(texts, map(str, ds[column]), strict=True):
             found[text] = value if found.get(text, value) == value else MIXED

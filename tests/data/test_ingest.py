@@ -5,7 +5,7 @@ from fixtures import LABEL_NAMES, write_corpus, write_rows, write_tokenizer
 
 from scratchformer.config import DataConfig
 from scratchformer.data.hub import HubUnreachableError, check_hub_reachable
-from scratchformer.data.ingest import DataError, load_corpus, load_splits, write_splits
+from scratchformer.data.ingest import DataError, load_corpus, load_splits, text_column, write_splits
 from scratchformer.data.tokenization import encode, load_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit, batches
 
@@ -66,6 +66,13 @@ def test_missing_text_column(tmp_path):
         write_rows(tmp_path / f"{name}.tsv", [(1, "很好")], "tsv", text_column="content")
     with pytest.raises(DataError, match=r"train\.tsv: no text column text or text_a or review or sentence"):
         load(tmp_path)
+
+
+def test_the_text_column_is_the_one_named_or_the_first_known_name_present():
+    assert text_column(["label", "sentence", "review"], "f.csv") == "review"  # TEXT_COLUMNS' order, not the file's
+    assert text_column(["label", "sentence", "content"], "f.csv", "content") == "content"
+    with pytest.raises(DataError, match=r"f\.csv: no text column content \(columns: label, text\); set data\.text"):
+        text_column(["label", "text"], "f.csv", "content")  # a named column is not replaced by a known one
 
 
 def test_missing_label_column(tmp_path):

@@ -56,8 +56,18 @@ def test_the_final_check_stops_a_set_that_holds_an_evaluation_text(monkeypatch):
 
 def test_a_corpus_folder_gives_every_split_s_texts(tmp_path):
     folder = write_corpus(tmp_path / "corpus")
+    with (folder / "dev.tsv").open("a", encoding="utf-8") as dev:
+        dev.write("1\t  两边有空格的评论 \n0\t   \n")  # edges to strip, and a blank text to leave out
     texts = corpus_texts(str(folder))
     lines = [(folder / f"{name}.tsv").read_text(encoding="utf-8").splitlines() for name in ("train", "dev", "test")]
-    assert len(texts) == sum(
-        len(rows) - 1 for rows in lines
-    )  # every row but the headers and all(t == t.strip() and t for t in texts.to_pylist())
+    assert len(texts) == sum(len(rows) - 1 for rows in lines) - 1  # every row but the headers and the blank one
+    assert "两边有空格的评论" in texts.to_pylist()
+    assert all(t == t.strip() and t for t in texts.to_pylist())
+
+
+def test_a_corpus_without_a_text_column_is_named_with_how_pretraining_reads_one(tmp_path):
+    folder = write_corpus(tmp_path / "corpus")
+    train = folder / "train.tsv"
+    train.write_text(train.read_text(encoding="utf-8").replace("text", "content", 1), encoding="utf-8")
+    with pytest.raises(DataError, match=r"train\.tsv: no text column text or .*pretrain\.corpora reads a corpus"):
+        corpus_texts(str(folder))

@@ -145,13 +145,22 @@ def read_column(raw_dir: str | Path, name: str, column: str) -> pa.ChunkedArray:
     return pq.read_table(Path(raw_dir) / f"{name}.parquet", columns=[column])[column]
 
 
+def text_column(columns: list[str], origin: str, wanted: str | None = None, hint: str = "set data.text_column") -> str:
+    """The column of ``origin`` that holds the texts: ``wanted``, or else the first of :data:`TEXT_COLUMNS` present.
+
+    Raises :class:`DataError` naming ``origin``, its columns and ``hint`` when there is none.
+    """
+    column = wanted or next((c for c in TEXT_COLUMNS if c in columns), None)
+    if column is None or column not in columns:
+        named = wanted or " or ".join(TEXT_COLUMNS)
+        raise DataError(f"{origin}: no text column {named} (columns: {', '.join(columns)}); {hint}")
+    return column
+
+
 def _check_rows(ds: datasets.Dataset, origin: str, config: DataConfig) -> _Part:
     """Pick the text and label columns; stop at (or, with data.drop_empty, drop) blank texts."""
     columns = ds.column_names
-    text_col = config.text_column or next((c for c in TEXT_COLUMNS if c in columns), None)
-    if text_col is None or text_col not in columns:
-        wanted = config.text_column or " or ".join(TEXT_COLUMNS)
-        raise DataError(f"{origin}: no text column {wanted} (columns: {', '.join(columns)}); set data.text_column")
+    text_col = text_column(columns, origin, config.text_column)
     if config.label_column not in columns:
         raise DataError(
             f"{origin}: no label column {config.label_column!r} (columns: {', '.join(columns)}); set data.label_column"

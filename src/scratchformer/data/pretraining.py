@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scratchformer.data.ingest import TEXT_COLUMNS
+from scratchformer.data.ingest import text_column
 from scratchformer.data.labels import DataError
 from scratchformer.data.sources import read_source
 from scratchformer.data.splits import in_train, stripped
@@ -41,12 +41,7 @@ def corpus_texts(source: str, encoding: str = "utf-8", revision: str | None = No
     """Every non-blank text of every split of ``source``, edges stripped; its text column found as ingest finds it."""
     parts = []
     for ds, origin in read_source(source, revision, encoding).values():
-        column = next((c for c in TEXT_COLUMNS if c in ds.column_names), None)
-        if column is None:
-            raise DataError(
-                f"{origin}: no text column {' or '.join(TEXT_COLUMNS)} (columns: {', '.join(ds.column_names)}); "
-                f"pretrain.corpora reads a corpus by one of those names"
-            )
+        column = text_column(ds.column_names, origin, hint="pretrain.corpora reads a corpus by one of those names")
         text = stripped(ds.data.table.column(column))
         parts.append(text.filter(pc.fill_null(pc.greater(pc.utf8_length(text), 0), False)))
     return pa.concat_arrays(parts) if parts else pa.array([], pa.string())
