@@ -185,9 +185,17 @@ def test_the_recipe_time_block_shows_each_seed_at_both_commits_then_the_ratio_an
     kept = speed.recipe_time_block(path, now=None).splitlines()  # a kept record: its rows under its own commit
     assert sum(line.startswith("| `fffffff` |") for line in kept) == 2
     assert kept[-1].startswith("Median time, `fffffff` over `b35c8c7`: **0.50x**.")
+    assert speed.recipe_runs_block(path) is None  # compared: the block above says it
     path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("against", "unseen_validation")}))
     assert speed.recipe_time_block(path) is None  # a run without --against: nothing to compare
     assert speed.recipe_time_block(tmp_path / "missing.json") is None
+    path.write_text(json.dumps({**json.loads(path.read_text()), "corpus": "online-shopping"}))
+    alone = speed.recipe_runs_block(path).splitlines()  # ...but its own runs and their median time
+    assert alone[0].startswith("Measured by `benchmarks/recipe_time.py --corpus online-shopping` on 2 x86_64")
+    runs = [line.split(" | ")[1:3] for line in alone if line.startswith("| `fffffff` |")]
+    assert runs == [["42", "250"], ["52", "270"]]
+    assert alone[-1] == "Median time: **260 s** (4.3 minutes) a run."
+    assert speed.recipe_runs_block(tmp_path / "missing.json") is None
 
 
 def test_the_predict_example_is_left_as_committed_without_a_model_and_must_show_its_command(tmp_path):

@@ -124,7 +124,7 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return speed.recipe_time_block(src.root / speed.RECIPE_TIME)
     if name.startswith("recipe-time-"):  # recipe-time-lazy-table: a kept record of a recipe not taken
         kept = speed.RECIPE_TIME.with_name(f"{name.replace('-', '_', 1)}.json")
-        return speed.recipe_time_block(src.root / kept, now=None)
+        return speed.recipe_time_block(src.root / kept, now=None) or speed.recipe_runs_block(src.root / kept)
     if name.startswith("recipe-"):  # recipe-best, recipe-best-tf: the files in recipes/
         return results.recipe_block(name.removeprefix("recipe-"), src.root / "recipes")
     if name.startswith("corpus-"):  # corpus-online-shopping: the files in recipes/corpora/

@@ -196,3 +196,25 @@ def recipe_time_block(path: Path = RECIPE_TIME, now: str = "this commit") -> str
         compared, f"{now} minus {rev}"
     )
     return f"{intro}\n\n{table}\n\n{verdict}"
+
+
+def recipe_runs_block(path: Path) -> str | None:
+    """A record of ``benchmarks/recipe_time.py`` without ``--against``: each seed's time and scores, the median time.
+
+    What the 20-minute rule reads on a corpus where nothing is compared side by side
+    (``--corpus online-shopping``). None while no such record of several seeds is there.
+    """
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if record.get("against") or "runs" not in record:
+        return None
+    commit, corpus = f"`{record['commit'][:7]}`", record.get("corpus")
+    command = "benchmarks/recipe_time.py" + (f" --corpus {corpus}" if corpus else "")
+    intro = (
+        f"Measured by `{command}` on {record['cpus']} {record['machine']} CPU cores: the `{record['recipe']}` "
+        f"recipe from a fresh clone with an empty DVC cache, each seed at {commit}, one after the other."
+    )
+    table = paired.paired_table("recipe as at", [(commit, record)], "median / mean", True)
+    seconds = record["seconds"]
+    return f"{intro}\n\n{table}\n\nMedian time: **{seconds:.0f} s** ({seconds / 60:.1f} minutes) a run."
