@@ -202,7 +202,8 @@ def recipe_runs_block(path: Path) -> str | None:
     """A record of ``benchmarks/recipe_time.py`` without ``--against``: each seed's time and scores, the median time.
 
     What the 20-minute rule reads on a corpus where nothing is compared side by side
-    (``--corpus online-shopping``). None while no such record of several seeds is there.
+    (``--corpus online-shopping``). None where the record is missing or compares two commits
+    (:func:`recipe_time_block` shows those).
     """
     if not path.is_file():
         return None
