@@ -166,6 +166,14 @@ def profile_block(path: Path = PROFILE) -> str | None:
 RECIPE_TIME = Path("benchmarks/results/recipe_time.json")
 
 
+def _measured(record: dict, command: str) -> str:
+    """The opening of a recipe_time block: the command, the machine and the recipe, up to which commits ran."""
+    return (
+        f"Measured by `{command}` on {record['cpus']} {record['machine']} CPU cores: the `{record['recipe']}` "
+        "recipe from a fresh clone with an empty DVC cache, "
+    )
+
+
 def recipe_time_block(path: Path = RECIPE_TIME, now: str = "this commit") -> str | None:
     """Each seed's time and accuracies at HEAD and at the commit it ran against, then the ratio and verdict.
 
@@ -182,15 +190,11 @@ def recipe_time_block(path: Path = RECIPE_TIME, now: str = "this commit") -> str
     rev, now = f"`{earlier['commit'][:7]}`", now or f"`{record['commit'][:7]}`"
     table = paired.paired_table("recipe as at", [(rev, earlier), (now, record)], "median / mean", True)
     reused = record.get("against_record")
-    intro = (
-        f"Measured by `benchmarks/recipe_time.py --against {earlier['commit'][:7]}` on {record['cpus']} "
-        f"{record['machine']} CPU cores: the `{record['recipe']}` recipe from a fresh clone with an empty DVC cache, "
-        + (
-            f"each seed at the earlier commit then at {now}."
-            if not reused
-            else f"at {now}; the earlier commit's runs are those of an earlier run of the benchmark (`{reused}`), "
-            "on another day and not side by side, so the time ratio spans two runs and, it may be, two machines."
-        )
+    intro = _measured(record, f"benchmarks/recipe_time.py --against {earlier['commit'][:7]}") + (
+        f"each seed at the earlier commit then at {now}."
+        if not reused
+        else f"at {now}; the earlier commit's runs are those of an earlier run of the benchmark (`{reused}`), "
+        "on another day and not side by side, so the time ratio spans two runs and, it may be, two machines."
     )
     verdict = f"Median time, {now} over {rev}: **{record['ratio']:.2f}x**. " + paired.paired_verdict(
         compared, f"{now} minus {rev}"
@@ -212,10 +216,7 @@ def recipe_runs_block(path: Path) -> str | None:
         return None
     commit, corpus = f"`{record['commit'][:7]}`", record.get("corpus")
     command = "benchmarks/recipe_time.py" + (f" --corpus {corpus}" if corpus else "")
-    intro = (
-        f"Measured by `{command}` on {record['cpus']} {record['machine']} CPU cores: the `{record['recipe']}` "
-        f"recipe from a fresh clone with an empty DVC cache, each seed at {commit}, one after the other."
-    )
+    intro = _measured(record, command) + f"each seed at {commit}, one after the other."
     table = paired.paired_table("recipe as at", [(commit, record)], "median / mean", True)
     seconds = record["seconds"]
     return f"{intro}\n\n{table}\n\nMedian time: **{seconds:.0f} s** ({seconds / 60:.1f} minutes) a run."
