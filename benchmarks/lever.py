@@ -15,11 +15,12 @@ answer to a review resampled with it
         [--name label-drop] [--keep] [--control-record FILE]
 
 ``--control-record`` takes the control's runs from an earlier record, from whichever of its
-sides ran with exactly this ``--base`` (the runs are deterministic on one machine): its lever
-side, for a lever stacked on that one, or its control side, for another lever against the
-same control. Only the lever's own side then runs. It is refused when params.yaml has changed
-since the record's commit in a key ``--base`` does not set (a new default would make a control
-run now another configuration than the one reused; a key added since counts too).
+sides ran with this ``--base``'s values (each key's last, as dvc applies ``-S``; the runs are
+deterministic on one machine): its lever side, for a lever stacked on that one, or its control
+side, for another lever against the same control. Only the lever's own side then runs. It is
+refused when params.yaml has changed since the record's commit in a key ``--base`` does not set
+(a new default would make a control run now another configuration than the one reused; a key
+added since counts too).
 
 The experiments are named ``<name>-control-s<seed>`` and ``<name>-s<seed>``; ``--keep``
 fetches them into this repository. Writes ``benchmarks/results/levers/<name>.json``.
@@ -97,8 +98,9 @@ def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[lis
     """The side of an earlier record that ran with exactly ``base`` as this run's control: its runs of ``seeds``.
 
     Its lever side (a lever stacked on that one) or its control side (another lever against
-    the same control); each reused run must have been run with ``base`` and its seed, so
-    that the comparison is the one a control run now would give (the runs are deterministic).
+    the same control); each reused run must have been run with ``base``'s values and its seed,
+    so that the comparison is the one a control run now would give (the runs are deterministic).
+    Settings are compared as dvc applies them, each key's last value: ``a=1 a=2`` is ``a=2``.
     """
     record = json.loads(path.read_text(encoding="utf-8"))
     drift = params_drift(committed_params(record["commit"]), committed_params("HEAD"), base)
@@ -113,7 +115,8 @@ def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[lis
         ran = [run for run in earlier if run["seed"] == seed]
         if not ran:
             raise SystemExit(f"{path}: no run of seed {seed} (it has {sorted({run['seed'] for run in earlier})})")
-        found = [run for run in ran if run["settings"] == [*base, f"seed={seed}"]]
+        wanted = recipes.parsed([*base, f"seed={seed}"])  # what dvc ran: each key's last value
+        found = [run for run in ran if recipes.parsed(run["settings"]) == wanted]
         if not found:
             settings = " and ".join(str(run["settings"]) for run in ran)
             raise SystemExit(f"{path}: seed {seed} ran with {settings}, not --base {base}")

@@ -262,6 +262,12 @@ def test_lever_runs_control_and_lever_per_seed_in_one_clone_and_pairs_their_unse
     ]
     assert stacked["control"]["runs"] == result["lever_runs"]["runs"]
     assert stacked["unseen_validation"]["delta"] == pytest.approx(0.0)  # both sides miss 15 and 25
+    # The same values, a key restated and overridden: dvc applies -S in order, so this is that side too.
+    (bin_dir / "runs.txt").unlink()
+    restated = ["--base", "data.label_issues=drop", "train.epochs=2", "train.epochs=1", "--seeds", "42"]
+    again = lever.main(["--set", "train.spans=0.3", *restated, "--control-record", str(first)])
+    assert len((bin_dir / "runs.txt").read_text().splitlines()) == 1  # the lever side alone
+    assert again["control"]["runs"] == result["lever_runs"]["runs"][:1]
     with pytest.raises(SystemExit, match="seed 42 ran with"):  # a record neither of whose sides had these settings
         lever.main(["--set", "train.spans=0.3", "--base", "train.epochs=2", "--control-record", str(first)])
 
