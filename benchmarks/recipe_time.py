@@ -60,7 +60,7 @@ from scratchformer.config import Params, load_params
 from scratchformer.data.ingest import read_column
 from scratchformer.data.splits import in_train
 from scratchformer.files import write_json
-from scratchformer.reporting import recipes
+from scratchformer.reporting import commands, recipes
 
 OUT = Path("benchmarks/results/recipe_time.json")
 BOOTSTRAP_SEED = 0
@@ -96,11 +96,11 @@ def fresh_clone(folder: Path, rev: str, inputs: list[str]) -> tuple[Path, str]:
     clone = folder / "clone"
     subprocess.run(["git", "clone", "-q", ".", str(clone)], check=True)
     subprocess.run(["git", "checkout", "-q", rev], cwd=clone, check=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, check=True, capture_output=True, text=True)
+    commit = commands.run("git", "rev-parse", "HEAD", cwd=clone).strip()
     for name in inputs:
         (clone / name).parent.mkdir(parents=True, exist_ok=True)
         (clone / name).symlink_to(Path(name).resolve(), target_is_directory=True)
-    return clone, commit.stdout.strip()
+    return clone, commit
 
 
 SCORED_WHERE_PRESENT = ("test_unseen_accuracy", "short_accuracy")  # not in every record: older code lacks them
@@ -162,9 +162,8 @@ def validation_answers(clone: Path, env: dict[str, str]) -> dict[str, np.ndarray
 
 def keep_experiments(clone: Path) -> None:
     """Fetch the clone's experiments into this repository, so ``dvc exp show`` (and the lever record) sees them."""
-    command = ["git", "for-each-ref", "--format=%(refname)", "refs/exps/"]
-    listed = subprocess.run(command, cwd=clone, check=True, capture_output=True, text=True)
-    refs = [r for r in listed.stdout.split() if not r.startswith("refs/exps/exec/")]  # not DVC's own run state
+    listed = commands.run("git", "for-each-ref", "--format=%(refname)", "refs/exps/", cwd=clone)
+    refs = [r for r in listed.split() if not r.startswith("refs/exps/exec/")]  # not DVC's own run state
     if refs:
         subprocess.run(["git", "fetch", "-q", str(clone), *(f"+{r}:{r}" for r in refs)], check=True)
 
@@ -299,7 +298,7 @@ def main() -> None:
     if args.against_record:
         runs["earlier"], answers["earlier"] = recorded(args.against_record, args.seeds)
         args.against = runs["earlier"][0]["commit"]
-    head = subprocess.run(["git", "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    head = commands.run("git", "rev-parse", "HEAD").strip()
     for seed in args.seeds:  # every seed at the commit HEAD was at the start, whatever is committed meanwhile
         for side, rev in (("earlier", args.against), ("now", head)):
             if rev is None or (side == "earlier" and args.against_record):
