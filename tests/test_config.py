@@ -278,11 +278,20 @@ def test_sparse_ngram_tables_need_one_process_and_mean_nothing_without_a_table(r
             r"train\.ngram_decay=0\.1 needs an n-gram table: set model\.ngram_max",
         ),
         ({"model": {"ngram_max": 3}, "train": {"ngram_decay": -0.1}}, r"train\.ngram_decay=-0\.1 must be >= 0"),
+        (
+            {"model": {"ngram_max": 1, "wide_ngrams": 0}, "train": {"ngram_lr": 2.0}},
+            r"train\.ngram_lr=2\.0 needs an n-gram table: set model\.ngram_max",
+        ),
+        ({"model": {"ngram_max": 3}, "train": {"ngram_lr": 0.0}}, r"train\.ngram_lr=0\.0 must be > 0"),
     ],
 )
-def test_ngram_decay_needs_an_ngram_table(raw, message):
+def test_ngram_decay_and_lr_need_an_ngram_table(raw, message):
     with pytest.raises(ConfigError, match=message):
         from_dict(raw)
+
+
+def test_the_ngram_lr_default_needs_no_table():
+    assert from_dict({"model": {"ngram_max": 1, "wide_ngrams": 0}, "train": {"ngram_lr": 1.0}}).train.ngram_lr == 1
 
 
 def test_a_sparse_ngram_table_takes_weight_decay():  # lazy AdamW pays each row's decay when it is next used

@@ -141,3 +141,37 @@ def test_sparse_ngrams_on_a_model_without_tables_leave_adamw_alone():
     model = TransformerClassifier(params.model.for_classes(["a", "b"]), 30)
     optimizers, _ = optimizers_and_average(Classification(model), Settings.training(params.train), "cpu")
     assert [type(o).__name__ for o in optimizers] == ["AdamW"]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_ngram_lr_moves_the_table_alone_that_many_times_as_far(sparse):
+    """Adam's first step moves a weight by about lr, whatever its gradient: with train.ngram_lr=3 the
+    n-gram rows a batch read move three times as far, by AdamW (dense) or lazy AdamW (sparse), and
+    every other weight exactly as with 1."""
+    import torch.nn.functional as F
+    from fixtures import tiny_config
+
+    from scratchformer.config import TrainConfig
+    from scratchformer.model.classifier import TransformerClassifier
+    from scratchformer.train.objective import Classification
+    from scratchformer.train.optim import Settings, optimizers_and_average
+
+    ids = torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 9, 2, 0, 0]])
+    moved = {}
+    for ngram_lr in (1.0, 3.0):
+        torch.manual_seed(0)
+        model = TransformerClassifier(tiny_config(ngram_max=2, ngram_buckets=64, dropout=0.0), 30)
+        before = {name: p.detach().clone() for name, p in model.named_parameters()}
+        settings = Settings.training(TrainConfig(lr=0.01, sparse_ngrams=sparse, ngram_lr=ngram_lr))
+        optimizers, _ = optimizers_and_average(Classification(model), settings, "cpu")
+        F.cross_entropy(model(ids), torch.tensor([0, 1])).backward()
+        for optimizer in optimizers:
+            optimizer.step()
+        moved[ngram_lr] = {name: p.detach() - before[name] for name, p in model.named_parameters()}
+    table = "ngrams.table.weight"
+    read = moved[1.0][table].abs().sum(dim=1) > 0
+    assert 0 < read.sum() < len(read) - 1
+    torch.testing.assert_close(moved[3.0][table][read], 3 * moved[1.0][table][read], rtol=1e-4, atol=0)
+    assert torch.equal(moved[3.0][table][~read], moved[1.0][table][~read])  # no decay: unread rows stay
+    for name in moved[1.0].keys() - {table}:
+        assert torch.equal(moved[3.0][name], moved[1.0][name]), name

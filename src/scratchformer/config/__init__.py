@@ -88,14 +88,16 @@ class Params:
             f"is shorter than tokenizer.max_len={self.tokenizer.max_len}, the cut the n-gram model reads "
             "when it predicts: set it >= that, or null",
         )
-        # The table's decay means nothing without a table; train.sparse_ngrams (a default) only
-        # says how a table is trained, so without one it has nothing to do.
-        require(
-            not self.train.ngram_decay or self.model.ngram_max > 1,
-            "train.ngram_decay",
-            self.train.ngram_decay,
-            "needs an n-gram table: set model.ngram_max > 1",
-        )
+        # The table's decay and lr mean nothing without a table; train.sparse_ngrams (a default)
+        # only says how a table is trained, so without one it has nothing to do.
+        for key in ("ngram_decay", "ngram_lr"):
+            value = getattr(self.train, key)
+            require(
+                value == getattr(TrainConfig, key) or self.model.ngram_max > 1,  # its default: no table needed
+                f"train.{key}",
+                value,
+                "needs an n-gram table: set model.ngram_max > 1",
+            )
         require(
             not (self.train.teachers and self.nb.distill),
             "train.teachers",

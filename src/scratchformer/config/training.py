@@ -53,6 +53,7 @@ class TrainConfig(OptimConfig):
     ema_decay: float = 0.0  # validate and save an exponential moving average of the weights (0 = off)
     sparse_ngrams: bool = True  # the n-gram table: sparse gradients, lazy AdamW and EMA on the rows a batch uses
     ngram_decay: float = 0.0  # weight decay of the hashed n-gram table (0 = none, as for every embedding table)
+    ngram_lr: float = 1.0  # the n-gram table's learning rate, as a multiple of lr (the schedule scales both)
     ensemble: int = 2  # models trained from seeds seed, seed+1, …; their mean probability predicts
     teachers: int = 0  # k > 0: k networks (seeds seed+1..seed+k) train first and teach the one that is saved (seed)
     distill: float = 0.5  # with teachers: their mean probability's weight in the saved network's targets
@@ -65,6 +66,7 @@ class TrainConfig(OptimConfig):
         require(self.epochs >= 1, "train.epochs", self.epochs, "must be >= 1")
         super().__post_init__()
         require(self.ngram_decay >= 0, "train.ngram_decay", self.ngram_decay, "must be >= 0")
+        require(self.ngram_lr > 0, "train.ngram_lr", self.ngram_lr, "must be > 0 (1 = the rest's lr)")
         require(
             DEVICE.fullmatch(self.device) is not None,
             "train.device",

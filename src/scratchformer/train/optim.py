@@ -22,6 +22,7 @@ def parameter_groups(
     weight_decay: float,
     exclude: Iterable[nn.Parameter] = (),
     ngram_decay: float = 0.0,
+    ngram_lr: float | None = None,
 ) -> list[dict]:
     """AdamW groups: the weight matrices of linear layers decay, and by default nothing else.
 
@@ -39,10 +40,11 @@ def parameter_groups(
     decays at that rate. Shrinking the rows of rare n-grams towards nothing is
     then the point: a row that a handful of train texts fit is an n-gram the
     model should trust less, as the L2 penalty of an n-gram logistic regression
-    makes it.
+    makes it. ``ngram_lr`` (not None) puts them there too, with that lr of their own.
     """
     modules = list(modules)
-    decayed_tables = {id(t.weight) for m in modules for t in ngram_tables(m)} if ngram_decay else set()
+    own_group = ngram_decay or ngram_lr is not None
+    decayed_tables = {id(t.weight) for m in modules for t in ngram_tables(m)} if own_group else set()
     decay, no_decay, ngrams, seen = [], [], [], {id(p) for p in exclude}
     for module in modules:
         for sub in module.modules():
@@ -57,7 +59,8 @@ def parameter_groups(
                 else:
                     no_decay.append(p)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return groups + ([{"params": ngrams, "weight_decay": ngram_decay}] if ngrams else [])
+    lr = {} if ngram_lr is None else {"lr": ngram_lr}
+    return groups + ([{"params": ngrams, "weight_decay": ngram_decay, **lr}] if ngrams else [])
 
 
 def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.optim.AdamW:
@@ -103,10 +106,18 @@ def optimizers_and_average(
 
     With ``settings.sparse_ngrams`` the tables leave AdamW for
     :class:`~scratchformer.train.lazy.LazyAdamW`, which also keeps their moving average;
-    the EMA (``AveragedModel``) then averages the rest. One lr schedule drives both optimizers.
+    the EMA (``AveragedModel``) then averages the rest. One lr schedule drives both optimizers;
+    the tables' lr is ``settings.ngram_lr`` times the rest's, either way.
     """
     tables = sparse_tables(objective.model) if settings.sparse_ngrams else []
-    groups = parameter_groups([objective], settings.weight_decay, exclude=tables, ngram_decay=settings.ngram_decay)
+    table_lr = settings.lr * settings.ngram_lr
+    groups = parameter_groups(
+        [objective],
+        settings.weight_decay,
+        exclude=tables,
+        ngram_decay=settings.ngram_decay,
+        ngram_lr=None if settings.ngram_lr == 1 else table_lr,
+    )
     average = get_ema_multi_avg_fn(settings.ema_decay)
     ema = (
         AveragedModel(objective.model, multi_avg_fn=dense_only(average, tables) if tables else average)
@@ -116,7 +127,7 @@ def optimizers_and_average(
     optimizers: list[torch.optim.Optimizer] = [adamw(groups, settings.lr, device)]
     if tables:
         averages = [t.weight for t in ngram_tables(ema.module)] if ema is not None else None
-        lazy = LazyAdamW(tables, settings.lr, settings.ngram_decay, averages=averages, ema_decay=settings.ema_decay)
+        lazy = LazyAdamW(tables, table_lr, settings.ngram_decay, averages=averages, ema_decay=settings.ema_decay)
         for table in ngram_tables(objective.model):
             pay_before_reading(table, lazy)
         optimizers.append(lazy)
@@ -170,6 +181,7 @@ class Settings:
     ema_decay: float = 0.0
     sparse_ngrams: bool = False  # the n-gram table by lazy Adam on sparse gradients (optim.sparse_tables)
     ngram_decay: float = 0.0  # weight decay of the n-gram table (optim.parameter_groups)
+    ngram_lr: float = 1.0  # the n-gram table's lr, as a multiple of lr
     precision: str = "fp32"  # fp32 | bf16 | fp16
     log_every: int = 1
 
@@ -181,6 +193,7 @@ class Settings:
             ema_decay=train.ema_decay,
             sparse_ngrams=train.sparse_ngrams,
             ngram_decay=train.ngram_decay,
+            ngram_lr=train.ngram_lr,
             precision=train.precision,
             log_every=train.log_every,
         )
