@@ -44,7 +44,7 @@ def parameter_groups(
     """
     modules = list(modules)
     own_group = ngram_decay or ngram_lr is not None
-    decayed_tables = {id(t.weight) for m in modules for t in ngram_tables(m)} if own_group else set()
+    tables = {id(t.weight) for m in modules for t in ngram_tables(m)} if own_group else set()
     decay, no_decay, ngrams, seen = [], [], [], {id(p) for p in exclude}
     for module in modules:
         for sub in module.modules():
@@ -54,13 +54,13 @@ def parameter_groups(
                 seen.add(id(p))
                 if isinstance(sub, nn.Linear) and name == "weight":
                     decay.append(p)
-                elif id(p) in decayed_tables:
+                elif id(p) in tables:
                     ngrams.append(p)
                 else:
                     no_decay.append(p)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    lr = {} if ngram_lr is None else {"lr": ngram_lr}
-    return groups + ([{"params": ngrams, "weight_decay": ngram_decay, **lr}] if ngrams else [])
+    own_lr = {} if ngram_lr is None else {"lr": ngram_lr}
+    return groups + ([{"params": ngrams, "weight_decay": ngram_decay, **own_lr}] if ngrams else [])
 
 
 def adamw(groups: list[dict], lr: float, device: torch.device | str) -> torch.optim.AdamW:
