@@ -95,7 +95,7 @@ def committed_params(rev: str) -> dict:
 
 
 def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
-    """The side of an earlier record that ran with exactly ``base`` as this run's control: its runs of ``seeds``.
+    """The side of an earlier record that ran with ``base``'s values, as this run's control: its runs of ``seeds``.
 
     Its lever side (a lever stacked on that one) or its control side (another lever against
     the same control); each reused run must have been run with ``base``'s values and its seed,
