@@ -135,8 +135,9 @@ def main(argv: list[str] | None = None) -> dict:
         "--control-record",
         type=Path,
         metavar="FILE",
-        help="an earlier record of this benchmark one of whose sides ran with exactly this --base (its lever "
-        "side: its --base and --set; or its control side: its --base): its runs of the seeds are reused",
+        help="an earlier record of this benchmark one of whose sides ran with this --base's values, each key's "
+        "last (its lever side: its --base and --set; or its control side: its --base): its runs of the seeds "
+        "are reused",
     )
     args = parser.parse_args(argv)
     name = args.name or "-".join(s.replace("=", "-").replace(".", "-").replace("_", "-") for s in args.set)

@@ -175,3 +175,27 @@ def test_ngram_lr_moves_the_table_alone_that_many_times_as_far(sparse):
     assert torch.equal(moved[3.0][table][~read], moved[1.0][table][~read])  # no decay: unread rows stay
     for name in moved[1.0].keys() - {table}:
         assert torch.equal(moved[3.0][name], moved[1.0][name]), name
+
+
+def test_the_ngram_lr_default_keeps_the_optimizer_state_of_before():
+    """At train.ngram_lr=1 the dense path's AdamW keeps the groups it had before the key existed
+    (the tables in the no-decay group), so an optimizer state saved then, by a run killed before
+    an upgrade, still resumes."""
+    import torch.nn.functional as F
+    from fixtures import tiny_config
+
+    from scratchformer.config import TrainConfig
+    from scratchformer.model.classifier import TransformerClassifier
+    from scratchformer.train.objective import Classification
+    from scratchformer.train.optim import Settings, adamw, optimizers_and_average, parameter_groups
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(tiny_config(ngram_max=2, ngram_buckets=64, dropout=0.0), 30)
+    objective = Classification(model)
+    before = adamw(parameter_groups([objective], 0.01), 0.01, "cpu")  # the groups without the key
+    F.cross_entropy(model(torch.tensor([[1, 5, 6, 2]])), torch.tensor([1])).backward()
+    before.step()
+    settings = Settings.training(TrainConfig(lr=0.01, sparse_ngrams=False))
+    (optimizer,), _ = optimizers_and_average(objective, settings, "cpu")
+    optimizer.load_state_dict(before.state_dict())  # refused if the groups differ
+    assert [len(g["params"]) for g in optimizer.param_groups] == [len(g["params"]) for g in before.param_groups]
