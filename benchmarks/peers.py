@@ -149,7 +149,7 @@ def real_batches(params: Params, n: int) -> tuple[list[tuple[Tensor, Tensor]], i
     """
     corpus = load_corpus(params.data, params.seed)
     train = corpus.splits[0].table
-    tokenizer = load_tokenizer(params.tokenizer.name, params.tokenizer.revision)
+    tokenizer = load_tokenizer(params.tokenizer.name, params.tokenizer.revision, params.tokenizer.lowercase)
     flat = encode_flat(tokenizer, train["text"], params.tokenizer.max_len)
     split = TokenizedSplit(flat.tokens, flat.offsets, torch.tensor(train["label"].to_numpy()))
     generator = torch.Generator().manual_seed(params.seed)

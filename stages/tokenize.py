@@ -38,7 +38,8 @@ def run(params: Params, inputs_path: Path, raw_dir: Path, tokenized_dir: Path, t
     written at that length, as ``tokenized_dir``/nb-train: a bag of n-grams costs no more per
     token at any length, so it learns from the whole of a long review while the networks read its start.
     """
-    tokenizer = load_tokenizer(params.tokenizer.name, resolved_revision(inputs_path) or params.tokenizer.revision)
+    revision = resolved_revision(inputs_path) or params.tokenizer.revision
+    tokenizer = load_tokenizer(params.tokenizer.name, revision, params.tokenizer.lowercase)
     max_len = params.tokenizer.max_len
     probe_ids(params.probe, tokenizer, max_len)  # a probe train cannot use stops the pipeline here
     classes = Classes.read(raw_dir / "classes.json")

@@ -298,3 +298,10 @@ def test_a_sparse_ngram_table_takes_weight_decay():  # lazy AdamW pays each row'
     sparse = {"model": {"ngram_max": 3}, "train": {"ngram_decay": 0.1, "sparse_ngrams": True}}
     assert from_dict(sparse).train.ngram_decay == 0.1
     assert from_dict({"model": {"ngram_max": 3}, "train": {"ngram_decay": 0.1}}).train.ngram_decay == 0.1
+
+
+def test_tokenizer_lowercase_is_true_false_or_null():
+    assert from_dict({"tokenizer": {"lowercase": True}}).tokenizer.lowercase is True
+    assert from_dict({}).tokenizer.lowercase is None  # the tokenizer's own setting
+    with pytest.raises(ConfigError, match=r"tokenizer\.lowercase='yes' must be bool"):
+        from_dict({"tokenizer": {"lowercase": "yes"}})

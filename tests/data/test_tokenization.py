@@ -180,3 +180,28 @@ def test_a_splits_labels_are_a_copy_so_a_read_only_array_makes_no_warning():
     )
     result = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_tokenizer_lowercase_reads_an_upper_case_word_by_its_lower_case_row_and_the_saved_folder_keeps_it(
+    tmp_path,
+):
+    """bert-base-chinese's config says do_lower_case False while its vocabulary holds 'mp3' only: 'MP3' is
+    then [UNK]. tokenizer.lowercase=true reads it as 'mp3', and the folder save_tokenizer writes, which
+    every later stage and predict load, reads it so too; false overrides a config that says true."""
+    from scratchformer.data.tokenization import load_saved_tokenizer
+
+    folder = write_tokenizer(tmp_path / "vocab")
+    with (folder / "vocab.txt").open("a", encoding="utf-8") as vocab:
+        vocab.write("mp3\n")
+    text = "MP3很好"
+
+    def tokens(tokenizer):
+        return tokenizer.convert_ids_to_tokens(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    assert tokens(load_tokenizer(str(folder))) == ["[UNK]", "很", "好"]  # the folder's own setting
+    lowered = load_tokenizer(str(folder), lowercase=True)
+    assert tokens(lowered) == ["mp3", "很", "好"]
+    save_tokenizer(lowered, tmp_path / "saved")
+    assert tokens(load_tokenizer(str(tmp_path / "saved"))) == ["mp3", "很", "好"]
+    assert tokens(load_saved_tokenizer(tmp_path / "saved")) == ["mp3", "很", "好"]
+    assert tokens(load_tokenizer(str(tmp_path / "saved"), lowercase=False)) == ["[UNK]", "很", "好"]

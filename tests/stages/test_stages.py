@@ -504,3 +504,27 @@ def test_teachers_train_first_and_teach_the_one_network_that_is_saved(tmp_path, 
     recording = Recording(tmp_path / "no-state.pt", {})
     recording.finished = finished
     assert recording.restored(0)["model"]["head.weight"].equal(trained[0].model.head.weight)
+
+
+def test_tokenize_stage_lowercases_the_texts_with_tokenizer_lowercase(tmp_path):
+    """tokenizer.lowercase reaches the stage: the ids it stores and the tokenizer it saves read 'MP3' as 'mp3'."""
+    import pandas as pd
+
+    from scratchformer.data.tokenized_split import read_tokenized
+    from stages import tokenize
+
+    vocab = write_tokenizer(tmp_path / "vocab")
+    with (vocab / "vocab.txt").open("a", encoding="utf-8") as file:
+        file.write("mp3\n")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for split in ("train", "validation", "test"):
+        pd.DataFrame({"text": ["MP3很好。", "房间太脏。"], "label": [1, 0]}).to_parquet(raw / f"{split}.parquet")
+    (raw / "classes.json").write_text('{"names": ["negative", "positive"], "labels": [0, 1]}', encoding="utf-8")
+    (tmp_path / "inputs.json").write_text("{}")
+    params = from_dict({"tokenizer": {"name": str(vocab), "max_len": 32, "lowercase": True}})
+    tokenize.run(params, tmp_path / "inputs.json", raw, tmp_path / "tokenized", tmp_path / "tokenizer")
+    saved = load_tokenizer(str(tmp_path / "tokenizer"))
+    first = read_tokenized(tmp_path / "tokenized" / "train").sequence(0)
+    assert saved.convert_ids_to_tokens(first.tolist())[1] == "mp3"
+    assert saved.tokenize("MP3") == ["mp3"]

@@ -86,6 +86,7 @@ class TokenizerConfig:
     name: str = "bert-base-chinese"  # a hub id or a local folder
     revision: str | None = None  # hub only: a commit, tag or branch; None = the newest, recorded when read
     max_len: int = 128  # tokens per text, [CLS] and [SEP] included
+    lowercase: bool | None = None  # None: as the tokenizer's own config says; True/False overrides it
 
     def __post_init__(self) -> None:
         require_folder("tokenizer.name", self.name)

@@ -64,8 +64,13 @@ def refuse_code(path: Path, data: dict) -> None:
         )
 
 
-def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenizerBase:
+def load_tokenizer(name: str, revision: str | None = None, lowercase: bool | None = None) -> PreTrainedTokenizerBase:
     """A fast tokenizer from a hub id (at ``revision``) or a local folder (vocab.txt + tokenizer_config.json).
+
+    ``lowercase`` (not None) overrides the folder's ``do_lower_case``. bert-base-chinese's
+    config says False while its vocabulary holds Latin words in lower case only, so
+    without it 'MP3' and 'WiFi' read as [UNK]; the saved tokenizer keeps the setting, so
+    every later stage and ``predict`` read text the same way.
 
     No code from the folder or the hub repository runs (``trust_remote_code=False``,
     and a local folder whose configs carry ``auto_map`` is refused before transformers
@@ -83,7 +88,8 @@ def load_tokenizer(name: str, revision: str | None = None) -> PreTrainedTokenize
         revision = None
     else:
         check_hub_reachable(name, "tokenizer.name", "model")
-    tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True, revision=revision, trust_remote_code=False)
+    casing = {} if lowercase is None else {"do_lower_case": lowercase}
+    tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True, revision=revision, trust_remote_code=False, **casing)
     return _checked(tokenizer, name)
 
 
