@@ -660,3 +660,23 @@ def test_learning_curve_runs_each_share_and_seed_and_averages_the_margin_over_it
     assert (tmp_path / "out" / "four.json").is_file()
     runs = (bin_dir / "runs.txt").read_text().splitlines()
     assert runs == ["-n curve-four-50-s42 -S train.epochs=4 -S data.train_share=0.5 -S seed=42"]
+
+
+def test_unknown_tokens_counts_each_string_read_as_unk_and_the_reviews_holding_one(tmp_path):
+    """An upper-case word the vocabulary has in lower case is [UNK] as configured, its row lowercased; a sign
+    the vocabulary lacks is [UNK] either way; each is counted once per time it occurs, by its own text."""
+    from fixtures import write_tokenizer
+
+    from scratchformer.data.tokenization import load_tokenizer
+
+    unknown_tokens = load("unknown_tokens")
+    folder = write_tokenizer(tmp_path / "vocab")
+    with (folder / "vocab.txt").open("a", encoding="utf-8") as vocab:
+        vocab.write("mp3\n")
+    texts = ["MP3很好☃", "房间很好", "MP3太差，MP3"]
+    cased = unknown_tokens.unknowns(load_tokenizer(str(folder)), texts, top=5)
+    assert cased["reviews_holding"] == 2 and cased["reviews_share"] == pytest.approx(2 / 3)
+    assert cased["most_often"] == [("MP3", 3), ("☃", 1)]
+    assert cased["token_share"] == pytest.approx(4 / 13)  # 4+4+5 tokens: MP3 很 好 ☃ | 房 间 很 好 | MP3 太 差 ， MP3
+    lowered = unknown_tokens.unknowns(load_tokenizer(str(folder), lowercase=True), texts, top=5)
+    assert lowered["reviews_holding"] == 1 and lowered["most_often"] == [("☃", 1)]

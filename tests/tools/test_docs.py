@@ -51,7 +51,7 @@ def test_every_generated_block_has_a_generator():
         "predict",
     }
     known |= {"experiments", "transformer", "peers", "profile", "corpora", "corpus-online-shopping", "recipe-time"}
-    known |= {"corpora-headline", "compile-cost", "transfer", "member-length"}
+    known |= {"corpora-headline", "compile-cost", "transfer", "member-length", "unknown-tokens"}
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
@@ -68,12 +68,18 @@ def test_every_generated_block_has_a_generator():
         ("compile-cost", speed.compile_cost_block, speed.COMPILE_COST, "python benchmarks/compile_cost.py"),
         ("transfer", transfer.transfer_block, transfer.RESULTS, "python benchmarks/transfer.py"),
         ("member-length", transfer.member_length_block, transfer.MEMBER_LENGTH, "python benchmarks/member_length.py"),
+        (
+            "unknown-tokens",
+            transfer.unknown_tokens_block,
+            transfer.UNKNOWN_TOKENS,
+            "python benchmarks/unknown_tokens.py",
+        ),
     ],
 )
 def test_the_docs_quote_what_the_benchmarks_last_measured(name, make, results, command):
     made = make(ROOT / results)
     assert made is not None, f"{results} is missing: run {command}"
-    page = "results.md" if name.startswith(("transfer", "member-length")) else "speed.md"
+    page = "results.md" if name.startswith(("transfer", "member-length", "unknown-tokens")) else "speed.md"
     shown = markdown.block((ROOT / "docs" / page).read_text(encoding="utf-8"), name)
     assert shown is not None and shown.rstrip() == made, f"run python -m tools.docs.report readme --file docs/{page}"
 
@@ -90,6 +96,12 @@ def test_every_kept_transfer_record_is_quoted_as_it_was_last_measured(record):
     assert shown is not None and shown.rstrip() == made, "run python -m tools.docs.report readme --file docs/results.md"
 
 
+def block_lines(make, record: dict, path: Path) -> list[str]:
+    """The lines of the block ``make`` renders from ``record``, written to ``path`` as its benchmark would."""
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return make(path).splitlines()
+
+
 def test_the_transfer_block_gives_each_band_every_readers_accuracy_and_the_paired_difference(tmp_path):
     def band(chars, n, model, tfidf, delta, lo, hi):
         accuracy = {"model": model, "TF-IDF LR": tfidf, "SVM": 0.5, "NB-LR": 0.25}
@@ -102,9 +114,7 @@ def test_the_transfer_block_gives_each_band_every_readers_accuracy_and_the_paire
 
     record = {"commit": "abc1234", "corpus": "shop", "model": "models/model.pt", "rows": 1500, "in_train": 3}
     record["bands"] = [band([1, 16], 1000, 0.9, 0.8, 0.1, 0.05, 0.15), band([17, 99], 500, 0.7, 0.75, -0.05, -0.1, 0)]
-    path = tmp_path / "transfer.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    lines = transfer.transfer_block(path).splitlines()
+    lines = block_lines(transfer.transfer_block, record, tmp_path / "transfer.json")
     assert "at commit `abc1234`" in lines[0] and "1,500 reviews of `shop` (3 also in train, left out)" in lines[0]
     assert lines[2] == "| characters | reviews | model | TF-IDF LR | SVM | NB-LR | model minus TF-IDF LR |"
     assert lines[4] == "| 1–16 | 1,000 | 0.9000 | 0.8000 | 0.5000 | 0.2500 | +0.1000 [+0.0500, +0.1500] |"
@@ -130,9 +140,7 @@ def test_the_member_length_block_gives_each_way_of_fitting_and_reading_then_each
     ]
     record["whole_minus_cut"] = versus((0.05, 0.0, 0.1), (-0.05, -0.1, 0), (0.05, 0.01, 0.09), (-0.1, -0.2, -0.05))
     record["text_minus_cut"] = versus((0.05, 0.0, 0.1), (0.05, 0, 0.1), (0.06, 0.02, 0.1), (-0.1, -0.2, -0.05))
-    path = tmp_path / "member_length.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    lines = transfer.member_length_block(path).splitlines()
+    lines = block_lines(transfer.member_length_block, record, tmp_path / "member_length.json")
     assert "at commit `abc1234`" in lines[0] and "validation split (300 reviews)" in lines[0]
     assert lines[2] == (
         "| fit on reviews | reads reviews | [CLS], [SEP] | validation | short reviews (160) | `shop` 1–16 (1,000) "
@@ -149,6 +157,28 @@ def test_the_member_length_block_gives_each_way_of_fitting_and_reading_then_each
         and "+0.0600 [+0.0200" in lines[8]
     )
     assert transfer.member_length_block(tmp_path / "absent.json") is None
+
+
+def test_the_unknown_tokens_block_gives_each_corpus_and_casing_its_counts_with_markdown_signs_shown(tmp_path):
+    def read(holding, share, tokens, often):
+        return {"reviews_holding": holding, "reviews_share": share, "token_share": tokens, "most_often": often}
+
+    record = {"commit": "abc1234", "tokenizer": "bert-base-chinese"}
+    record["corpora"] = [
+        {
+            "corpus": "shop",
+            "reviews": 2000,
+            "read": {
+                "as configured": read(300, 0.15, 0.0123, [["MP3", 1200], ["`", 3]]),
+                "lowercased": read(100, 0.05, 0.004, [["…", 80], ["a|b", 2]]),
+            },
+        }
+    ]
+    lines = block_lines(transfer.unknown_tokens_block, record, tmp_path / "unknown_tokens.json")
+    assert "at commit `abc1234`" in lines[0] and "`bert-base-chinese`" in lines[0]
+    assert lines[4] == "| `shop` | 2,000 | as configured | 300 (15.0%) | 1.23% | MP3 (1,200), \\` (3) |"
+    assert lines[5] == "| `shop` | 2,000 | lowercased | 100 (5.0%) | 0.40% | … (80), a\\|b (2) |"
+    assert transfer.unknown_tokens_block(tmp_path / "absent.json") is None
 
 
 def test_the_recipe_time_block_shows_each_seed_at_both_commits_then_the_ratio_and_the_paired_verdict(tmp_path):

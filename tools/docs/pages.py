@@ -112,6 +112,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return transfer.transfer_block(src.root / transfer.RESULTS)
     if name == "member-length":
         return transfer.member_length_block(src.root / transfer.MEMBER_LENGTH)
+    if name == "unknown-tokens":
+        return transfer.unknown_tokens_block(src.root / transfer.UNKNOWN_TOKENS)
     if name.startswith("transfer-"):  # transfer-two-networks: a kept record of benchmarks/transfer.py --name
         return transfer.transfer_block(src.root / transfer.RESULTS.with_name(f"{name}.json"))
     if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever

@@ -1,6 +1,7 @@
 """The transfer block: the model and the n-gram baselines on a corpus none was trained on, by text length,
 from what ``benchmarks/transfer.py`` last wrote; and the member-length block, the n-gram member fit and read
-at the networks' cut or whole, from what ``benchmarks/member_length.py`` last wrote."""
+at the networks' cut or whole, from what ``benchmarks/member_length.py`` last wrote; and the unknown-tokens
+block, how much of each corpus the tokenizer reads as [UNK], from ``benchmarks/unknown_tokens.py``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tools.docs.corpora import signed_interval
 
 RESULTS = Path("benchmarks/results/transfer.json")
 MEMBER_LENGTH = Path("benchmarks/results/member_length.json")
+UNKNOWN_TOKENS = Path("benchmarks/results/unknown_tokens.json")
+MARKDOWN_SIGNS = str.maketrans({c: "\\" + c for c in "\\`*_|[]<>"})  # shown as themselves in a table cell
 
 
 def transfer_block(path: Path = RESULTS) -> str | None:
@@ -68,4 +71,33 @@ def member_length_block(path: Path = MEMBER_LENGTH) -> str | None:
     named = {"validation": "validation", "short": f"short reviews ({record['n'].get('short', 0):,})"}
     columns = [named.get(p) or f"`{record['corpus']}` {p.replace('-', '–')} ({record['n'][p]:,})" for p in parts]
     header = ["fit on reviews", "reads reviews", "[CLS], [SEP]", *columns]
+    return opening + "\n\n" + markdown.table(header, rows)
+
+
+def unknown_tokens_block(path: Path = UNKNOWN_TOKENS) -> str | None:
+    """One row per corpus and casing: the reviews holding an [UNK], the share of tokens that are one, and the
+    strings most often read as [UNK], each with its count."""
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    rows = []
+    for corpus in record["corpora"]:
+        for how, read in corpus["read"].items():
+            often = ", ".join(f"{text.translate(MARKDOWN_SIGNS)} ({n:,})" for text, n in read["most_often"])
+            holding = f"{read['reviews_holding']:,} ({read['reviews_share']:.1%})"
+            rows.append(
+                [f"`{corpus['corpus']}`", f"{corpus['reviews']:,}", how, holding, f"{read['token_share']:.2%}", often]
+            )
+    opening = (
+        f"Measured by `benchmarks/unknown_tokens.py` at commit `{record['commit']}`: every review of each corpus "
+        f"tokenized by `{record['tokenizer']}` as its config says and lowercased (`tokenizer.lowercase: true`)."
+    )
+    header = [
+        "corpus",
+        "reviews",
+        "casing",
+        "reviews holding an [UNK]",
+        "tokens that are [UNK]",
+        "read as [UNK] most often",
+    ]
     return opening + "\n\n" + markdown.table(header, rows)
