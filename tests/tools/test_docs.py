@@ -55,9 +55,9 @@ def test_every_generated_block_has_a_generator():
     known |= set(pages.WRITTEN_ELSEWHERE)
     for page in pages.pages(ROOT):
         for name in pages.BLOCK.findall(page.read_text(encoding="utf-8")):
-            assert name in known or name.startswith(("recipe-", "lever-", "agreement-", "transfer-", "curve-")), (
-                f"{page.name}: no generator for {name}"
-            )
+            assert name in known or name.startswith(
+                ("recipe-", "lever-", "agreement-", "transfer-", "curve-", "neighbours-")
+            ), f"{page.name}: no generator for {name}"
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import json
 
 from fixtures import block_rows
 
-from tools.docs.paired import agreement_block, curve_block, paired_block, paired_table
+from tools.docs.paired import agreement_block, curve_block, neighbours_block, paired_block, paired_table
 
 
 def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tmp_path):
@@ -193,3 +193,30 @@ def test_the_learning_curve_block_has_a_row_per_point_and_a_mean_row_per_share(t
         ],
     ]
     assert curve_block(tmp_path / "none.json") is None
+
+
+def test_the_neighbours_block_lists_every_lever_against_the_same_control_runs_with_its_test_margin(tmp_path):
+    """A record is a neighbour when its control runs answered every validation review as the named record's did,
+    seed by seed; its row pairs the unseen validation verdict with its mean unseen test margin, and that minus
+    the control's."""
+
+    def run(seed, right, margin):
+        compared = {"name": "svm", "delta": margin, "ci95": {"lo": margin - 0.01, "hi": margin + 0.01}}
+        return {"seed": seed, "validation_right": right, "test_vs_best_baseline": compared}
+
+    def record(name, setting, control, lever, delta):
+        verdict = {"delta": delta, "ci95": {"lo": delta - 0.002, "hi": delta + 0.002}, "n": 10, "verdict": "level"}
+        body = {"lever": name, "set": [setting], "control": {"runs": control}, "lever_runs": {"runs": lever}}
+        (tmp_path / f"{name}.json").write_text(json.dumps({**body, "unseen_validation": verdict}), encoding="utf-8")
+
+    line = [run(42, "101", 0.002), run(52, "110", 0.004)]
+    record("first", "a=1", line, [run(42, "111", 0.004), run(52, "111", 0.006)], -0.001)
+    record("second", "b=2", line, [run(42, "100", 0.0), run(52, "100", 0.002)], 0.0005)
+    other = [run(42, "101", 0.002), run(52, "111", 0.004)]  # another control: seed 52 answered otherwise
+    record("third", "c=3", other, [run(42, "111", 0.009), run(52, "111", 0.009)], 0.002)
+    lines = neighbours_block(tmp_path / "first.json").splitlines()
+    assert "`first` (the same runs, seed by seed; 2 records)" in lines[0] and "control's (+0.0030)" in lines[0]
+    assert lines[4] == "| `b=2` | +0.0005 [-0.0015, +0.0025] level | +0.0010 | -0.0020 |"
+    assert lines[5] == "| `a=1` | -0.0010 [-0.0030, +0.0010] level | +0.0050 | +0.0020 |"
+    assert len(lines) == 6
+    assert neighbours_block(tmp_path / "none.json") is None

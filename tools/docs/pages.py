@@ -118,6 +118,8 @@ def make(name: str, text: str, src: Sources) -> str | None:
         return transfer.transfer_block(src.root / transfer.RESULTS.with_name(f"{name}.json"))
     if name.startswith("lever-"):  # lever-label-drop: what benchmarks/lever.py wrote for that lever
         return paired.paired_block(src.root / paired.PAIRED / f"{name.removeprefix('lever-')}.json")
+    if name.startswith("neighbours-"):  # neighbours-products-line-ngram-lr-3: every lever against its control
+        return paired.neighbours_block(src.root / paired.PAIRED / f"{name.removeprefix('neighbours-')}.json")
     if name.startswith("agreement-"):  # agreement-products-lazy-table-lever: benchmarks/agreement.py's count
         return paired.agreement_block(src.root / paired.AGREEMENT / f"{name.removeprefix('agreement-')}.json")
     if name.startswith("curve-"):  # curve-transformer-online-shopping: benchmarks/learning_curve.py's record

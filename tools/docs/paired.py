@@ -99,6 +99,54 @@ def baseline_margins(sides: list[tuple[str, dict]]) -> str | None:
     return intro + "\n\n" + markdown.table(["seed", *(label for label, _ in sides)], rows)
 
 
+def answered(side: dict) -> dict:
+    """Each seed's answers to the validation reviews, right or wrong, as a side of a lever record holds them."""
+    return {run["seed"]: run.get("validation_right") for run in side["runs"]}
+
+
+def neighbours_block(control: Path) -> str | None:
+    """Every lever measured against the control runs of the record ``control`` (each record whose control
+    runs answered every validation review as those did, seed by seed), a row each: its unseen validation difference
+    with its verdict, and the mean over seeds of its unseen test margin over the strongest baseline
+    beside the control's. The split the line is chosen on and the split it is reported on, side by side.
+
+    None before ``control`` is written, or when a run was recorded before evaluate compared with the baselines.
+    """
+    if not control.is_file():
+        return None
+    answers = answered(json.loads(control.read_text(encoding="utf-8"))["control"])
+    records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(control.parent.glob("*.json"))]
+    records = [r for r in records if answered(r["control"]) == answers]
+    runs = [run for r in records for run in (*r["lever_runs"]["runs"], *r["control"]["runs"])]
+    if not all("test_vs_best_baseline" in run for run in runs):
+        return None
+
+    def margin(side: dict) -> float:
+        return statistics.mean(run["test_vs_best_baseline"]["delta"] for run in side["runs"])
+
+    line = margin(records[0]["control"])
+    rows = []
+    for r in sorted(records, key=lambda r: -r["unseen_validation"]["delta"]):
+        compared, ci = r["unseen_validation"], r["unseen_validation"]["ci95"]
+        test = margin(r["lever_runs"])
+        rows.append(
+            [
+                ", ".join(f"`{s}`" for s in r["set"]),
+                f"{signed_interval(compared['delta'], ci['lo'], ci['hi'])} {compared['verdict']}",
+                f"{test:+.4f}",
+                f"{test - line:+.4f}",
+            ]
+        )
+    header = ["lever", "unseen validation, lever minus control", "unseen test margin, mean", "minus the control's"]
+    opening = (
+        f"Every lever of `benchmarks/results/levers/` measured against the control runs of `{control.stem}` (the "
+        f"same runs, seed by seed; {len(records)} records): the paired difference on unseen validation, the split a "
+        "lever is chosen on, and the mean over the seeds of its unseen test accuracy minus the strongest n-gram "
+        f"baseline's, beside the control's ({line:+.4f})."
+    )
+    return opening + "\n\n" + markdown.table(header, rows)
+
+
 AGREEMENT = Path("benchmarks/results/agreement")  # what benchmarks/agreement.py writes
 
 
