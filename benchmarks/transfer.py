@@ -38,12 +38,18 @@ OUT = "benchmarks/results/transfer.json"
 READERS = {"TF-IDF LR": "logistic", "SVM": "svm", "NB-LR": "nblr"}  # the baseline stage's three, by classifier
 
 
-def other_corpus(source: str, train_texts: set[str], classes: list[str], data: DataConfig) -> tuple[pd.DataFrame, int]:
-    """Every row of ``source`` (text, label as an index into ``classes``) not in train; and how many were."""
+def every_row(source: str, data: DataConfig) -> tuple[pd.DataFrame, list[str]]:
+    """Every row of ``source`` as ``data.source`` would read it (its splits pooled, blank texts dropped),
+    with its labels as indices into the class names, which come second."""
     config = dataclasses.replace(data, source=source, split=(0.8, 0.1, 0.1), resplit=True, drop_empty=True)
     corpus = load_corpus(config)
-    frame = pd.concat([s.frame for s in corpus.splits], ignore_index=True)
-    frame["label"] = [classes.index(corpus.classes.names[i]) for i in frame["label"]]  # by class name
+    return pd.concat([s.frame for s in corpus.splits], ignore_index=True), corpus.classes.names
+
+
+def other_corpus(source: str, train_texts: set[str], classes: list[str], data: DataConfig) -> tuple[pd.DataFrame, int]:
+    """Every row of ``source`` (text, label as an index into ``classes``) not in train; and how many were."""
+    frame, names = every_row(source, data)
+    frame["label"] = [classes.index(names[i]) for i in frame["label"]]  # by class name
     seen = frame["text"].isin(train_texts)
     return frame[~seen].reset_index(drop=True), int(seen.sum())
 

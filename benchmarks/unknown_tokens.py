@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import argparse
 import collections
-import dataclasses
-import subprocess
-
-import pandas as pd
+import importlib.util
+from pathlib import Path
 
 from scratchformer.config import load_params
-from scratchformer.data.ingest import load_corpus
 from scratchformer.data.tokenization import load_tokenizer
 from scratchformer.files import write_json
+from scratchformer.reporting import commands
 
 OUT = "benchmarks/results/unknown_tokens.json"
+_spec = importlib.util.spec_from_file_location("transfer", Path(__file__).parent / "transfer.py")
+transfer = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(transfer)
 
 
 def unknowns(tokenizer, texts: list[str], top: int) -> dict:
@@ -57,12 +58,11 @@ def main() -> None:
     readers = {"as configured": load_tokenizer(name, revision), "lowercased": load_tokenizer(name, revision, True)}
     corpora = []
     for source in args.corpora:
-        config = dataclasses.replace(params.data, source=source, split=(0.8, 0.1, 0.1), resplit=True, drop_empty=True)
-        texts = pd.concat([s.frame for s in load_corpus(config).splits])["text"].tolist()
+        texts = transfer.every_row(source, params.data)[0]["text"].tolist()
         read = {how: unknowns(tokenizer, texts, args.top) for how, tokenizer in readers.items()}
         corpora.append({"corpus": source, "reviews": len(texts), "read": read})
         print(source, {how: f"{r['reviews_share']:.3f} of reviews" for how, r in read.items()}, flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = commands.run("git", "rev-parse", "--short", "HEAD").strip()
     write_json(OUT, {"commit": commit, "tokenizer": name, "corpora": corpora})
     print(f"wrote {OUT}")
 

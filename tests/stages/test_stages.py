@@ -510,6 +510,7 @@ def test_tokenize_stage_lowercases_the_texts_with_tokenizer_lowercase(tmp_path):
     """tokenizer.lowercase reaches the stage: the ids it stores and the tokenizer it saves read 'MP3' as 'mp3'."""
     import pandas as pd
 
+    from scratchformer.data.labels import Classes
     from scratchformer.data.tokenized_split import read_tokenized
     from stages import tokenize
 
@@ -520,7 +521,7 @@ def test_tokenize_stage_lowercases_the_texts_with_tokenizer_lowercase(tmp_path):
     raw.mkdir()
     for split in ("train", "validation", "test"):
         pd.DataFrame({"text": ["MP3很好。", "房间太脏。"], "label": [1, 0]}).to_parquet(raw / f"{split}.parquet")
-    (raw / "classes.json").write_text('{"names": ["negative", "positive"], "labels": [0, 1]}', encoding="utf-8")
+    Classes([0, 1], ["negative", "positive"]).write(raw / "classes.json")
     (tmp_path / "inputs.json").write_text("{}")
     params = from_dict({"tokenizer": {"name": str(vocab), "max_len": 32, "lowercase": True}})
     tokenize.run(params, tmp_path / "inputs.json", raw, tmp_path / "tokenized", tmp_path / "tokenizer")

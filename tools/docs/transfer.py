@@ -14,7 +14,6 @@ from tools.docs.corpora import signed_interval
 RESULTS = Path("benchmarks/results/transfer.json")
 MEMBER_LENGTH = Path("benchmarks/results/member_length.json")
 UNKNOWN_TOKENS = Path("benchmarks/results/unknown_tokens.json")
-MARKDOWN_SIGNS = str.maketrans({c: "\\" + c for c in "\\`*_|[]<>"})  # shown as themselves in a table cell
 
 
 def transfer_block(path: Path = RESULTS) -> str | None:
@@ -83,7 +82,7 @@ def unknown_tokens_block(path: Path = UNKNOWN_TOKENS) -> str | None:
     rows = []
     for corpus in record["corpora"]:
         for how, read in corpus["read"].items():
-            often = ", ".join(f"{text.translate(MARKDOWN_SIGNS)} ({n:,})" for text, n in read["most_often"])
+            often = ", ".join(f"{markdown.plain(text)} ({n:,})" for text, n in read["most_often"])
             holding = f"{read['reviews_holding']:,} ({read['reviews_share']:.1%})"
             rows.append(
                 [f"`{corpus['corpus']}`", f"{corpus['reviews']:,}", how, holding, f"{read['token_share']:.2%}", often]
