@@ -1,4 +1,5 @@
-"""The objective's options: R-Drop, the wide branch's own loss, generalized cross-entropy; none acts when off."""
+"""The objective's options: R-Drop, the wide branch's own loss, generalized cross-entropy, adversarial training;
+none acts when off."""
 
 import math
 
@@ -9,7 +10,12 @@ from fixtures import tiny_config
 
 from scratchformer.config import TrainConfig
 from scratchformer.model.classifier import TransformerClassifier
-from scratchformer.train.objective import Classification, generalized_cross_entropy, symmetric_kl
+from scratchformer.train.objective import (
+    Classification,
+    adversarial_shift,
+    generalized_cross_entropy,
+    symmetric_kl,
+)
 
 
 def _model(dropout: float) -> TransformerClassifier:
@@ -135,3 +141,57 @@ def test_gce_with_label_smoothing_or_out_of_range_is_refused():
         Classification.for_training(_model(dropout=0.0), TrainConfig(gce=0.7, label_smoothing=0.1))
     with pytest.raises(ValueError, match=r"train\.gce=1.5"):
         TrainConfig(gce=1.5)
+
+
+def test_the_adversarial_shift_is_epsilon_long_on_every_row_along_its_own_gradient():
+    grad = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(2))
+    grad[1] *= 100.0  # a row with a much larger gradient still moves ε
+    grad[2] = 0.0  # a row with no gradient does not move
+    shift = adversarial_shift(grad.requires_grad_(), 0.3)
+    norms = torch.linalg.vector_norm(shift.flatten(1), dim=1)
+    torch.testing.assert_close(norms, torch.tensor([0.3, 0.3, 0.0]))
+    for row in (0, 1):
+        torch.testing.assert_close(shift[row] / 0.3, grad[row] / grad[row].norm())
+    assert not shift.requires_grad  # held fixed: no gradient through the direction
+
+
+def _loss_at(model, ids, labels, shift):
+    return F.cross_entropy(model(ids, shift=shift), labels, label_smoothing=0.1, reduction="sum")
+
+
+def test_the_adversarial_loss_adds_the_loss_at_embeddings_moved_up_each_rows_gradient():
+    ids, labels = _batch()
+    model = _model(dropout=0.0)
+    result = Classification(model, label_smoothing=0.1, adversarial=0.5).train()(ids, labels)
+    zero = torch.zeros(*ids.shape, model.config.d_model, requires_grad=True)
+    clean = _loss_at(model, ids, labels, zero)
+    (grad,) = torch.autograd.grad(clean, zero)
+    moved = grad * (0.5 / torch.linalg.vector_norm(grad.flatten(1), dim=1))[:, None, None]
+    up = _loss_at(model, ids, labels, moved)
+    torch.testing.assert_close(result.loss, clean + up)
+    torch.testing.assert_close(result.plain, F.cross_entropy(model(ids), labels, reduction="sum"))
+    # The move raises the loss, and more than a move of the same lengths in random directions.
+    noise = torch.randn(moved.shape, generator=torch.Generator().manual_seed(3))
+    noise *= (0.5 / torch.linalg.vector_norm(noise.flatten(1), dim=1))[:, None, None]
+    assert up.item() > _loss_at(model, ids, labels, noise).item() > clean.item() - 0.05
+    assert up.item() > clean.item() + 0.05
+
+
+def test_the_adversarial_term_trains_the_weights_and_is_off_in_eval_mode():
+    ids, labels = _batch()
+    model = _model(dropout=0.0)
+    Classification(model, adversarial=0.5).train()(ids, labels).loss.backward()
+    with_it = model.head.weight.grad.clone()
+    model.zero_grad()
+    Classification(model).train()(ids, labels).loss.backward()
+    assert not torch.allclose(with_it, model.head.weight.grad)
+    evaluated = Classification(model, adversarial=0.5).eval()(ids, labels)  # validation: the plain loss
+    torch.testing.assert_close(evaluated.loss, F.cross_entropy(model(ids), labels, reduction="sum"))
+
+
+def test_train_adversarial_reaches_the_objective_and_below_zero_or_with_rdrop_is_refused():
+    assert Classification.for_training(_model(dropout=0.1), TrainConfig(adversarial=1.0)).adversarial == 1.0
+    with pytest.raises(ValueError, match=r"train\.adversarial=-1"):
+        TrainConfig(adversarial=-1)
+    with pytest.raises(ValueError, match=r"train\.adversarial=1.0 takes no train\.rdrop"):
+        Classification.for_training(_model(dropout=0.1), TrainConfig(adversarial=1.0, rdrop=1.0))

@@ -46,6 +46,7 @@ class TrainConfig(OptimConfig):
     rdrop: float = 0.0  # α > 0: each batch passes twice, and the two passes' answers are pulled together (R-Drop)
     wide_loss: float = 0.0  # β > 0: the wide branch's own cross-entropy, times β, joins the loss
     gce: float = 0.0  # q in (0, 1]: the generalized cross-entropy (1 - p_y^q) / q in place of cross-entropy
+    adversarial: float = 0.0  # ε > 0: each row also scored with its embeddings moved ε up its loss's gradient
     token_dropout: float = 0.0  # chance that a training token is hidden (turned into PAD) each step
     spans: float = 0.5  # chance that a training review is cropped to a random span of itself each step
     span_length: Literal["review", "log", "clause"] = "log"  # log-uniform to max_len; review: up to its review's;
@@ -77,6 +78,7 @@ class TrainConfig(OptimConfig):
         require(self.rdrop >= 0, "train.rdrop", self.rdrop, "must be >= 0 (0 = off)")
         require(self.wide_loss >= 0, "train.wide_loss", self.wide_loss, "must be >= 0 (0 = off)")
         require(0 <= self.gce <= 1, "train.gce", self.gce, "must be in [0, 1] (0 = cross-entropy)")
+        require(self.adversarial >= 0, "train.adversarial", self.adversarial, "must be >= 0 (0 = off)")
         require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
         require(0 <= self.spans <= 1, "train.spans", self.spans, "must be in [0, 1]")
         require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")

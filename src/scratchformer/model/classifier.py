@@ -105,10 +105,18 @@ class TransformerClassifier(Classifier):
             else None
         )
 
-    def inspect(self, input_ids: Tensor, layer: int = -1) -> Inspection:
-        """Forward pass that also returns ``layer``'s attention and the pooling weights."""
+    def forward(self, input_ids: Tensor, shift: Tensor | None = None) -> Tensor:
+        """input_ids (B, T) -> logits (B, num_classes); ``shift`` (B, T, C), when given, is added to the embeddings."""
+        return self.inspect(input_ids, shift=shift).logits
+
+    def inspect(self, input_ids: Tensor, layer: int = -1, shift: Tensor | None = None) -> Inspection:
+        """Forward pass that also returns ``layer``'s attention and the pooling weights.
+
+        ``shift`` (B, T, C) is added to each token's embedding (its token's and n-grams' vectors)
+        before the positions: what adversarial training (``train.adversarial``) perturbs.
+        """
         orders = self.ngram_orders(input_ids)  # hashed once for both n-gram readers
-        h, pad, attention = self.encode(input_ids, layer, orders)
+        h, pad, attention = self.encode(input_ids, layer, orders, shift)
         pooled, pool_weights = self.pool(h, pad)  # (B, C), (B, T)
         logits = self.head(pooled)  # (B, K)
         if self.wide is not None:
@@ -121,11 +129,16 @@ class TransformerClassifier(Classifier):
         return ngram_ids_upto(input_ids, n, self.config.ngram_buckets, self.pad_id) if n > 1 else None
 
     def encode(
-        self, input_ids: Tensor, layer: int = -1, orders: list[Tensor] | None = None
+        self,
+        input_ids: Tensor,
+        layer: int = -1,
+        orders: list[Tensor] | None = None,
+        shift: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Token vectors (B, T, C), the padding mask (B, T) and ``layer``'s attention (B, H, T, T).
 
-        ``orders``: the n-gram buckets from :meth:`ngram_orders`, when the caller has them.
+        ``orders``: the n-gram buckets from :meth:`ngram_orders`, when the caller has them;
+        ``shift``: added to the embeddings (:meth:`inspect`).
         """
         T = input_ids.size(1)
         if T > self.config.max_len:
@@ -141,6 +154,8 @@ class TransformerClassifier(Classifier):
         x = self.embed(input_ids)  # (B, T, C)
         if self.ngrams is not None:
             x = x + self.ngrams(input_ids, orders)  # (B, T, C): the bigram, trigram, … ending at each token
+        if shift is not None:
+            x = x + shift
         x = self.dropout(self.position(x))
         kept = None
         for i, block in enumerate(self.blocks):

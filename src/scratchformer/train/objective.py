@@ -61,6 +61,13 @@ class Classification(nn.Module):
     cross-entropy's times p_y^q, so a row whose label the model finds unlikely (a span of
     praise cut from a negative review) pulls less: a loss made for noisy labels. q → 0 is
     the cross-entropy; q = 1 is the mean absolute error.
+
+    With ``adversarial`` = ε > 0 each row is also scored with its embeddings moved by ε in the
+    direction that raises its loss fastest, to first order (Miyato et al., 2017, adversarial
+    training for text): r = ε · g / ‖g‖, g the gradient of the row's loss with respect to its
+    (T, C) embeddings (token and n-gram vectors, before the positions), and the loss on the
+    moved row joins the loss on the row. r is held fixed (no gradient flows through it). It
+    costs a second forward pass and a backward pass to the embeddings on every step.
     """
 
     unused_parameters = False  # every trainable parameter takes part in its loss (the teacher trains none)
@@ -79,11 +86,15 @@ class Classification(nn.Module):
         wide_loss: float = 0.0,
         gce: float = 0.0,
         base: nn.Module | None = None,
+        adversarial: float = 0.0,
     ):
         super().__init__()
         self.model = model
         self.label_smoothing, self.token_dropout, self.distill = label_smoothing, token_dropout, distill
         self.spans, self.rdrop, self.wide_loss, self.gce = spans, rdrop, wide_loss, gce
+        self.adversarial = adversarial
+        if adversarial and rdrop:
+            raise ValueError(f"train.adversarial={adversarial} takes no train.rdrop: one of the two passes a step")
         if gce and (label_smoothing or (teacher is not None and distill)):
             raise ValueError(f"train.gce={gce} scores hard labels: it takes no label smoothing and no teacher")
         if wide_loss and model.wide is None:
@@ -121,6 +132,7 @@ class Classification(nn.Module):
             wide_loss=config.wide_loss,
             gce=config.gce,
             base=None if base is None else base.train,
+            adversarial=config.adversarial,
         )
 
     def train(self, mode: bool = True) -> Classification:
@@ -159,14 +171,18 @@ class Classification(nn.Module):
     def forward(self, ids: Tensor, labels: Tensor) -> StepResult:
         labels, folds = labels.unbind(dim=1) if labels.dim() == 2 else (labels, None)  # (label, fold) rows
         twice = self.rdrop > 0 and self.training  # R-Drop: both copies in one pass, each row under its own masks
-        logits = self.model(torch.cat([ids, ids]) if twice else ids).float()  # (2B or B, K); the loss in fp32
+        shift = self.zero_shift(ids) if self.adversarial and self.training else None  # what the gradient is taken of
+        logits = self.model(torch.cat([ids, ids]) if twice else ids, shift=shift).float()  # (2B or B, K); fp32 loss
         logits, twin = logits.chunk(2) if twice else (logits, None)  # (B, K) each
+        base = None
         if self.base is not None:
             with torch.no_grad():
                 base = answer(self.base, ids, folds).float()
             logits, twin = logits + base, None if twin is None else twin + base
         target = self.target(ids, labels, logits.size(1), folds)
         loss = self.fit_loss(logits, target)
+        if shift is not None:
+            loss = loss + self.adversarial_loss(ids, shift, loss, target, base)
         if target is labels and not self.label_smoothing and not self.gce:
             plain = loss.detach()
         else:  # the plain loss on the labels alone, comparable with val_loss
@@ -180,6 +196,16 @@ class Classification(nn.Module):
             loss = loss + self.wide_loss * self.fit_loss(wide, target)
         return StepResult(loss, plain, (logits.argmax(1) == labels).sum())
 
+    def zero_shift(self, ids: Tensor) -> Tensor:
+        """A (B, T, C) zero added to the embeddings, whose gradient is the loss's with respect to them."""
+        return torch.zeros(*ids.shape, self.model.config.d_model, device=ids.device, requires_grad=True)
+
+    def adversarial_loss(self, ids: Tensor, shift: Tensor, loss: Tensor, target: Tensor, base: Tensor | None) -> Tensor:
+        """The loss on the rows with their embeddings moved ε along the gradient of ``loss`` (each row its own)."""
+        (grad,) = torch.autograd.grad(loss, shift, retain_graph=True)  # (B, T, C); the graph serves backward too
+        logits = self.model(ids, shift=adversarial_shift(grad, self.adversarial)).float()
+        return self.fit_loss(logits if base is None else logits + base, target)
+
     def fit_loss(self, logits: Tensor, target: Tensor) -> Tensor:
         """The loss the step descends on logits (B, K), summed over the rows: cross-entropy, or with ``gce`` the GCE."""
         if self.gce:
@@ -190,6 +216,12 @@ class Classification(nn.Module):
 def answer(fitted: nn.Module, ids: Tensor, folds: Tensor | None) -> Tensor:
     """A fitted model's logits on ``ids``; an out-of-fold one routes each row by ``folds`` (its clean text's)."""
     return fitted(ids, folds) if isinstance(fitted, OutOfFold) and folds is not None else fitted(ids)
+
+
+def adversarial_shift(grad: Tensor, epsilon: float) -> Tensor:
+    """ε · g / ‖g‖ for each row's gradient g of ``grad`` (B, T, C), held fixed: a step of length ε per row."""
+    norm = torch.linalg.vector_norm(grad.flatten(1), dim=1).clamp_min(1e-12)  # (B,); a row with no gradient stays
+    return (epsilon * grad / norm[:, None, None]).detach()
 
 
 def generalized_cross_entropy(logits: Tensor, labels: Tensor, q: float) -> Tensor:
