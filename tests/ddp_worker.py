@@ -1,6 +1,6 @@
 """One rank of a data-parallel training run, for tests/train/test_distributed.py (started through torchrun).
 
-    python -m ddp_worker OUT [--fail-rank R] [--precision P] [--log-every N] [--mlm]
+    python -m ddp_worker OUT [--fail-rank R] [--precision P] [--log-every N] [--adversarial EPS] [--mlm]
 
 Trains a tiny classifier on a learnable synthetic split with ``fit``; rank 0
 saves the final weights and the step records to OUT. With ``--fail-rank R``,
@@ -35,7 +35,13 @@ def split(n: int, seed: int) -> TokenizedSplit:
     return TokenizedSplit.from_sequences(ids, labels)
 
 
-def train(world: distributed.World, fail_rank: int | None = None, precision: str = "fp32", log_every: int = 1) -> dict:
+def train(
+    world: distributed.World,
+    fail_rank: int | None = None,
+    precision: str = "fp32",
+    log_every: int = 1,
+    adversarial: float = 0.0,
+) -> dict:
     torch.manual_seed(0)
     model = TransformerClassifier(
         ModelConfig(num_classes=2, d_model=16, n_heads=2, n_layers=1, ff_dim=32, max_len=16, dropout=0.0), 30
@@ -51,7 +57,13 @@ def train(world: distributed.World, fail_rank: int | None = None, precision: str
     # 100 rows in batches of 12: the last batch (4 rows) splits unevenly over 3 ranks.
     # DDP all-reduces dense gradients only: the table trains dense, as train.nproc > 1 requires.
     config = TrainConfig(
-        epochs=2, batch_size=12, lr=3e-3, precision=precision, log_every=log_every, sparse_ngrams=False
+        epochs=2,
+        batch_size=12,
+        lr=3e-3,
+        precision=precision,
+        log_every=log_every,
+        sparse_ngrams=False,
+        adversarial=adversarial,
     )
     fit(model, split(100, 0), split(40, 1), config, 0, torch.device("cpu"), recorder=Steps(), world=world)
     return {"weights": model.state_dict(), "steps": records}
@@ -82,11 +94,16 @@ def main() -> None:
     parser.add_argument("--fail-rank", type=int)
     parser.add_argument("--precision", default="fp32")
     parser.add_argument("--log-every", type=int, default=1)
+    parser.add_argument("--adversarial", type=float, default=0.0, help="train.adversarial (ε)")
     parser.add_argument("--mlm", action="store_true", help="pretrain with the masked-LM objective instead")
     args = parser.parse_args()
     world = distributed.init("cpu")
     try:
-        result = pretrain_mlm(world) if args.mlm else train(world, args.fail_rank, args.precision, args.log_every)
+        result = (
+            pretrain_mlm(world)
+            if args.mlm
+            else train(world, args.fail_rank, args.precision, args.log_every, args.adversarial)
+        )
     finally:
         distributed.shutdown()
     if world.main:

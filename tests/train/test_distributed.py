@@ -39,12 +39,13 @@ def launch(n: int, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("n", "log_every"), [(2, 1), (3, 4)])
-def test_n_processes_train_like_one(tmp_path, n, log_every):
+@pytest.mark.parametrize(("n", "log_every", "adversarial"), [(2, 1, 0.0), (3, 4, 0.0), (2, 1, 0.5)])
+def test_n_processes_train_like_one(tmp_path, n, log_every, adversarial):
     # 100 texts in batches of 12 over n ranks (3 ranks split the last batch of 4 as 2/1/1);
-    # with log_every > 1 the ranks sum several steps' values in one collective.
-    one = ddp_worker.train(ALONE)
-    result = launch(n, str(tmp_path / "out.pt"), "--log-every", str(log_every))
+    # with log_every > 1 the ranks sum several steps' values in one collective. Adversarial
+    # training takes a gradient inside the forward pass, each rank on its own rows.
+    one = ddp_worker.train(ALONE, adversarial=adversarial)
+    result = launch(n, str(tmp_path / "out.pt"), "--log-every", str(log_every), "--adversarial", str(adversarial))
     assert result.returncode == 0, result.stderr
     many = torch.load(tmp_path / "out.pt")
     assert len(many["steps"]) == len(one["steps"]) == 18
