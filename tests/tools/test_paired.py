@@ -220,3 +220,9 @@ def test_the_neighbours_block_lists_every_lever_against_the_same_control_runs_wi
     assert lines[5] == "| `a=1` | -0.0010 [-0.0030, +0.0010] level | +0.0050 | +0.0020 |"
     assert len(lines) == 6
     assert neighbours_block(tmp_path / "none.json") is None
+    # Records from before the answers were kept: alike in having none, neighbours of no one.
+    unanswered = [{k: v for k, v in r.items() if k != "validation_right"} for r in line]
+    record("old", "d=4", unanswered, unanswered, 0.0)
+    record("older", "e=5", unanswered, unanswered, 0.0)
+    assert neighbours_block(tmp_path / "old.json") is None
+    assert len(neighbours_block(tmp_path / "first.json").splitlines()) == 6

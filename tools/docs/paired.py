@@ -99,9 +99,14 @@ def baseline_margins(sides: list[tuple[str, dict]]) -> str | None:
     return intro + "\n\n" + markdown.table(["seed", *(label for label, _ in sides)], rows)
 
 
-def answered(side: dict) -> dict:
-    """Each seed's answers to the validation reviews, right or wrong, as a side of a lever record holds them."""
-    return {run["seed"]: run.get("validation_right") for run in side["runs"]}
+def answered(side: dict) -> dict | None:
+    """Each seed's answers to the validation reviews, right or wrong, as a side of a lever record holds them.
+
+    None when a run was recorded before records kept its answers: such a side is nobody's neighbour.
+    """
+    if not all("validation_right" in run for run in side["runs"]):
+        return None
+    return {run["seed"]: run["validation_right"] for run in side["runs"]}
 
 
 def neighbours_block(control: Path) -> str | None:
@@ -110,11 +115,14 @@ def neighbours_block(control: Path) -> str | None:
     with its verdict, and the mean over seeds of its unseen test margin over the strongest baseline
     beside the control's. The split the line is chosen on and the split it is reported on, side by side.
 
-    None before ``control`` is written, or when a run was recorded before evaluate compared with the baselines.
+    None before ``control`` is written, when its control runs were recorded before records kept their answers,
+    or when a run was recorded before evaluate compared with the baselines.
     """
     if not control.is_file():
         return None
     answers = answered(json.loads(control.read_text(encoding="utf-8"))["control"])
+    if answers is None:
+        return None
     records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(control.parent.glob("*.json"))]
     records = [r for r in records if answered(r["control"]) == answers]
     runs = [run for r in records for run in (*r["lever_runs"]["runs"], *r["control"]["runs"])]
