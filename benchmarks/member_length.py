@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import subprocess
 
 import numpy as np
 import torch
@@ -35,6 +34,7 @@ from scratchformer.data.short_reviews import read_short_reviews
 from scratchformer.data.tokenization import load_saved_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.files import write_json
+from scratchformer.reporting import commands
 from scratchformer.train.ensemble import fit_nb
 
 OUT = "benchmarks/results/member_length.json"
@@ -96,7 +96,7 @@ def main() -> None:
         whole = right["whole", "whole", markers]
         versus[key] = {n: paired_bootstrap(whole[w][rows], cut[w][rows], params.seed) for n, (w, rows) in parts.items()}
         print(f"{key}: " + ", ".join(f"{n} {v['delta']:+.4f}" for n, v in versus[key].items()))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = commands.run("git", "rev-parse", "--short", "HEAD").strip()  # a failure says so, not an empty commit
     record = {"commit": commit, "corpus": args.corpus, "rows": len(other), "in_train": in_train, "lengths": lengths}
     record |= {"nb": dataclasses.asdict(params.nb), "n": {name: int(rows.sum()) for name, (_, rows) in parts.items()}}
     write_json(OUT, {**record, "readings": readings, **versus})

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -33,6 +32,7 @@ from scratchformer.data.tokenization import load_saved_tokenizer
 from scratchformer.data.tokenized_split import TokenizedSplit
 from scratchformer.files import write_json
 from scratchformer.model.checkpoint import class_names, load_checkpoint
+from scratchformer.reporting import commands
 
 OUT = "benchmarks/results/transfer.json"
 READERS = {"TF-IDF LR": "logistic", "SVM": "svm", "NB-LR": "nblr"}  # the baseline stage's three, by classifier
@@ -107,7 +107,7 @@ def main() -> None:
     right = {name: a == labels for name, a in answers.items()}
 
     bands = band_scores(frame["text"].str.len().to_numpy(), right, args.bands, params.seed)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = commands.run("git", "rev-parse", "--short", "HEAD").strip()  # a failure says so, not an empty commit
     record = {"commit": commit, "corpus": args.corpus, "model": args.model, "rows": len(frame), "in_train": in_train}
     write_json(out, {**record, "bands": bands})
     print(f"{len(frame)} reviews of {args.corpus} ({in_train} also in train, left out); wrote {out}")
