@@ -12,7 +12,7 @@ answer to a review resampled with it
 95% interval excludes 0, else "level".
 
     python benchmarks/lever.py --set data.label_issues=drop [--base KEY=VALUE …] [--seeds 42 43 44]
-        [--name label-drop] [--keep] [--control-record FILE]
+        [--name label-drop] [--keep] [--control-record FILE [--added-off KEY ...]]
 
 ``--control-record`` takes the control's runs from an earlier record, from whichever of its
 sides ran with this ``--base``'s values (each key's last, as dvc applies ``-S``; the runs are
@@ -20,7 +20,9 @@ deterministic on one machine): its lever side, for a lever stacked on that one, 
 side, for another lever against the same control. Only the lever's own side then runs. It is
 refused when params.yaml has changed since the record's commit in a key ``--base`` does not set
 (a new default would make a control run now another configuration than the one reused; a key
-added since counts too).
+added since counts too). ``--added-off KEY`` names a key added to params.yaml since the record's
+commit whose value now leaves the code as it was then (a new option, off): the caller vouches
+for it, the record keeps the list, and a key that params.yaml already held then is refused.
 
 The experiments are named ``<name>-control-s<seed>`` and ``<name>-s<seed>``; ``--keep``
 fetches them into this repository. Writes ``benchmarks/results/levers/<name>.json``.
@@ -94,7 +96,9 @@ def committed_params(rev: str) -> dict:
     return yaml.safe_load(run("git", "show", f"{rev}:params.yaml"))
 
 
-def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
+def recorded_control(
+    path: Path, base: list[str], seeds: list[int], added_off: list[str] = ()
+) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
     """The side of an earlier record that ran with ``base``'s values, as this run's control: its runs of ``seeds``.
 
     Its lever side (a lever stacked on that one) or its control side (another lever against
@@ -103,7 +107,14 @@ def recorded_control(path: Path, base: list[str], seeds: list[int]) -> tuple[lis
     Settings are compared as dvc applies them, each key's last value: ``a=1 a=2`` is ``a=2``.
     """
     record = json.loads(path.read_text(encoding="utf-8"))
-    drift = params_drift(committed_params(record["commit"]), committed_params("HEAD"), base)
+    then = committed_params(record["commit"])
+    held = [key for key in added_off if key in flatten(then)]
+    if held:
+        raise SystemExit(
+            f"{path}: --added-off is for keys added since its runs (commit {record['commit'][:7]}); params.yaml "
+            f"held {', '.join(held)} then"
+        )
+    drift = [d for d in params_drift(then, committed_params("HEAD"), base) if d.split(":")[0] not in added_off]
     if drift:
         raise SystemExit(
             f"{path}: params.yaml changed since its runs (commit {record['commit'][:7]}), in keys --base does not "
@@ -139,14 +150,25 @@ def main(argv: list[str] | None = None) -> dict:
         "last (its lever side: its --base and --set; or its control side: its --base): its runs of the seeds "
         "are reused",
     )
+    parser.add_argument(
+        "--added-off",
+        nargs="+",
+        default=[],
+        metavar="KEY",
+        help="with --control-record: keys added to params.yaml since its runs, at values that leave them off",
+    )
     args = parser.parse_args(argv)
+    if args.added_off and not args.control_record:
+        parser.error("--added-off names keys the reused control runs did not have: it needs --control-record")
     name = args.name or "-".join(s.replace("=", "-").replace(".", "-").replace("_", "-") for s in args.set)
     inputs = inputs_for([*args.base, *args.set])
     runs: dict[str, list] = {"control": [], "lever": []}
     answers: dict[str, list] = {"control": [], "lever": []}
     sides = [("control", [], f"{name}-control"), ("lever", args.set, name)]
     if args.control_record:
-        runs["control"], answers["control"] = recorded_control(args.control_record, args.base, args.seeds)
+        runs["control"], answers["control"] = recorded_control(
+            args.control_record, args.base, args.seeds, args.added_off
+        )
         sides = sides[1:]
     with tempfile.TemporaryDirectory() as tmp:
         clone, commit = recipe_time.fresh_clone(Path(tmp), "HEAD", inputs)
@@ -162,6 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
             recipe_time.keep_experiments(clone)
     result = {
         **({"control_record": str(args.control_record)} if args.control_record else {}),
+        **({"added_off": args.added_off} if args.added_off else {}),
         "lever": name,
         "set": args.set,
         "base": args.base,

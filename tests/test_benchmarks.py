@@ -308,6 +308,24 @@ def test_recorded_control_refuses_a_record_whose_params_have_drifted_and_names_t
         lever.recorded_control(record, ["train.epochs=5"], [42])
 
 
+def test_added_off_lets_a_key_added_since_pass_and_refuses_one_the_record_already_had(tmp_path, monkeypatch):
+    """A new option at its off value leaves the control as it was: --added-off names it. A key that
+    params.yaml held then changed, and no flag turns that into an addition."""
+    lever = load("lever")
+    record = tmp_path / "record.json"
+    run = {"seed": 42, "settings": ["train.epochs=5", "nb.ngrams=0", "seed=42"], "validation_right": "10"}
+    record.write_text(json.dumps({"commit": "0ld0c0mm1t", "control": {"runs": [run]}, "lever_runs": {"runs": []}}))
+    held = {"0ld0c0mm1t": {"nb": {"ngrams": 0}}, "HEAD": {"nb": {"ngrams": 3}, "train": {"adversarial": 0.0}}}
+    monkeypatch.setattr(lever, "committed_params", held.__getitem__)
+    monkeypatch.setattr(lever.recipe_time, "recorded_answers", lambda run: run["validation_right"])
+    with pytest.raises(SystemExit, match=r"train.adversarial: None then, 0.0 now"):
+        lever.recorded_control(record, ["train.epochs=5", "nb.ngrams=0"], [42])
+    runs, answers = lever.recorded_control(record, ["train.epochs=5", "nb.ngrams=0"], [42], ["train.adversarial"])
+    assert runs == [run] and answers == ["10"]
+    with pytest.raises(SystemExit, match=r"--added-off is for keys added since.*held nb.ngrams then"):
+        lever.recorded_control(record, ["train.epochs=5"], [42], ["nb.ngrams", "train.adversarial"])
+
+
 def run_peers(tmp_path: Path, *flags: str) -> dict:
     """benchmarks/peers.py in its tiny mode on the fixture corpus and tokenizer; the record it wrote."""
     from fixtures import write_corpus, write_tokenizer

@@ -52,6 +52,9 @@ def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tm
     path.write_text(json.dumps({**record, "control_record": "first.json"}), encoding="utf-8")
     reused = "The control's runs are those of `first.json`, reused (the runs are deterministic)."
     assert paired_block(path).splitlines()[0].endswith(reused)
+    path.write_text(json.dumps({**record, "control_record": "first.json", "added_off": ["a.b"]}), encoding="utf-8")
+    added = reused[:-1] + "; the keys added since they ran, `a.b`, are at values that leave them off."
+    assert paired_block(path).splitlines()[0].endswith(added)
     assert paired_block(tmp_path / "none.json") is None
 
 
