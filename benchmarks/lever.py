@@ -40,6 +40,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +98,7 @@ def committed_params(rev: str) -> dict:
 
 
 def recorded_control(
-    path: Path, base: list[str], seeds: list[int], added_off: list[str] = ()
+    path: Path, base: list[str], seeds: list[int], added_off: Sequence[str] = ()
 ) -> tuple[list[dict], list[dict[str, np.ndarray]]]:
     """The side of an earlier record that ran with ``base``'s values, as this run's control: its runs of ``seeds``.
 
