@@ -77,14 +77,15 @@ def inputs_for(settings: list[str]) -> list[str]:
     return recipe_time.local_inputs(recipes.overridden(load_params(Path("params.yaml")), recipes.parsed(settings)))
 
 
-def params_drift(then: dict, now: dict, base: list[str]) -> list[str]:
-    """The params (dotted keys) whose values differ between two params.yaml files, leaving out those ``base`` sets.
+def params_drift(then: dict, now: dict, base: list[str], added_off: Sequence[str] = ()) -> list[str]:
+    """The params (dotted keys) whose values differ between two params.yaml files, leaving out those ``base`` sets
+    and the keys ``added_off`` names (added since, at values that leave them off).
 
     A control run reused from a record ran on the params.yaml of the record's commit with ``base``
     on top. A default changed since (one ``base`` does not set) makes a control run now another
     configuration, so the reused run is no longer the control of this lever.
     """
-    fixed = {*recipes.parsed(base), "seed"}  # seed: each run sets its own
+    fixed = {*recipes.parsed(base), "seed", *added_off}  # seed: each run sets its own
     then, now = flatten(then), flatten(now)
     keys = sorted(then.keys() | now.keys())
     return [
@@ -115,7 +116,7 @@ def recorded_control(
             f"{path}: --added-off is for keys added since its runs (commit {record['commit'][:7]}); params.yaml "
             f"held {', '.join(held)} then"
         )
-    drift = [d for d in params_drift(then, committed_params("HEAD"), base) if d.split(":")[0] not in added_off]
+    drift = params_drift(then, committed_params("HEAD"), base, added_off)
     if drift:
         raise SystemExit(
             f"{path}: params.yaml changed since its runs (commit {record['commit'][:7]}), in keys --base does not "

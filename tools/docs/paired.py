@@ -66,10 +66,11 @@ def paired_block(path: Path) -> str | None:
     timed = [(label, {**side, "seconds": median[label]}) for label, side in sides]  # a run's time: the median
     table = paired_table("run", timed, "median / mean", seconds=True)
     reused = record.get("control_record")
-    control = f" The control's runs are those of `{reused}`, reused (the runs are deterministic)." if reused else ""
+    control = f" The control's runs are those of `{reused}`, reused (the runs are deterministic)" if reused else ""
     if record.get("added_off"):  # lever.py --added-off: keys params.yaml gained since those runs
         keys = ", ".join(f"`{key}`" for key in record["added_off"])
-        control = control[:-1] + f"; the keys added since they ran, {keys}, are at values that leave them off."
+        control += f"; the keys added since they ran, {keys}, are at values that leave them off"
+    control += "." if control else ""
     margins = baseline_margins(sides)
     return (
         f"Measured by `benchmarks/lever.py` at commit `{record['commit'][:7]}`: {settings} against the same "
