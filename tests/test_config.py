@@ -98,6 +98,16 @@ def test_device_names_that_are_accepted(device):
             {"train": {"teachers": 1, "ensemble": 1}, "nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}},
             "train.teachers=1 and nb.distill=0.5 are two teachers",
         ),
+        ({"train": {"adversarial": 1.0, "rdrop": 0.5}}, "train.adversarial=1.0 takes no train.rdrop (it is 0.5)"),
+        ({"train": {"gce": 0.7, "label_smoothing": 0.1}}, "train.gce=0.7 scores hard labels: it takes no train.label"),
+        (
+            {"train": {"gce": 0.7, "teachers": 1, "ensemble": 1}},
+            "train.gce=0.7 scores hard labels: it takes no train.label_smoothing (it is 0.0) and no train.teachers (it",
+        ),
+        (
+            {"train": {"gce": 0.7}, "nb": {"ngrams": 3, "role": "teacher", "distill": 0.5}},
+            "train.gce=0.7 scores hard labels: it takes no teacher (nb.distill is 0.5)",
+        ),
         ({"model": {"ngram_max": 0}}, "model.ngram_max=0 must be >= 1"),
         ({"model": {"ngram_buckets": 0}}, "model.ngram_buckets=0 must be >= 1"),
         ({"model": {"ngram_buckets": 10**11}}, "model.ngram_buckets=100000000000 is above the limit 16777216"),

@@ -105,6 +105,12 @@ class Params:
             f"and nb.distill={self.nb.distill} are two teachers: distil from one (nb.distill 0 or train.teachers 0)",
         )
         require(
+            not (self.train.gce and self.nb.distill),
+            "train.gce",
+            self.train.gce,
+            f"scores hard labels: it takes no teacher (nb.distill is {self.nb.distill})",
+        )
+        require(
             -self.model.n_layers <= self.probe.layer < self.model.n_layers,
             "probe.layer",
             self.probe.layer,
