@@ -21,8 +21,11 @@ side, for another lever against the same control. Only the lever's own side then
 refused when params.yaml has changed since the record's commit in a key ``--base`` does not set
 (a new default would make a control run now another configuration than the one reused; a key
 added since counts too). ``--added-off KEY`` names a key added to params.yaml since the record's
-commit whose value now leaves the code as it was then (a new option, off): the caller vouches
-for it, the record keeps the list, and a key that params.yaml already held then is refused.
+commit whose value now leaves the code as it was then (a new option, off); a key that
+params.yaml already held then is refused. That the keys are off is then measured, not taken on
+trust: the control's first seed runs again at this commit and must answer every validation
+review as the record's run did, or the benchmark stops before the lever runs. The record keeps
+the list and that run (its seconds are the control's time on this machine).
 
 The experiments are named ``<name>-control-s<seed>`` and ``<name>-s<seed>``; ``--keep``
 fetches them into this repository. Writes ``benchmarks/results/levers/<name>.json``.
@@ -137,6 +140,25 @@ def recorded_control(
     return runs, [recipe_time.recorded_answers(run) for run in runs]
 
 
+def rechecked(clone: Path, env: dict[str, str], name: str, base: list[str], control: dict) -> dict:
+    """The reused ``control`` run, run again at this commit (``--added-off``); its seed, seconds and verdict.
+
+    Keys added since the record ran are off only if the code with them answers as it did
+    without them: every validation review alike, or this stops (the runs are deterministic).
+    """
+    seed = control["seed"]
+    record, _ = run_side(clone, env, f"{name}-control-again-s{seed}", [*base, f"seed={seed}"])
+    now, then = record["validation_right"], control["validation_right"]
+    if now != then:
+        differ = sum(a != b for a, b in zip(now, then, strict=True))
+        raise SystemExit(
+            f"--added-off: the control's seed {seed}, run again at this commit, answers {differ} of {len(then)} "
+            "validation reviews otherwise than the record's run: the added keys are not off, or the run is "
+            "not the one recorded (another machine's floats). Run the control again (leave out --control-record)"
+        )
+    return {"seed": seed, "seconds": record["seconds"], "validation_right": "as recorded"}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--set", nargs="+", required=True, metavar="KEY=VALUE", help="the lever's settings")
@@ -175,6 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         clone, commit = recipe_time.fresh_clone(Path(tmp), "HEAD", inputs)
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}
+        again = rechecked(clone, env, name, args.base, runs["control"][0]) if args.added_off else None
         for seed in args.seeds:
             for side, extra, label in sides:
                 settings = [*args.base, *extra, f"seed={seed}"]
@@ -186,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
             recipe_time.keep_experiments(clone)
     result = {
         **({"control_record": str(args.control_record)} if args.control_record else {}),
-        **({"added_off": args.added_off} if args.added_off else {}),
+        **({"added_off": args.added_off, "control_again": again} if args.added_off else {}),
         "lever": name,
         "set": args.set,
         "base": args.base,

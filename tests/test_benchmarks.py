@@ -326,6 +326,27 @@ def test_added_off_lets_a_key_added_since_pass_and_refuses_one_the_record_alread
         lever.recorded_control(record, ["train.epochs=5"], [42], ["nb.ngrams", "train.adversarial"])
 
 
+def test_added_off_is_measured_by_running_the_first_control_seed_again(monkeypatch):
+    """--added-off's claim is checked: one reused control run, run again now, must answer every validation
+    review as recorded, or nothing else runs."""
+    lever = load("lever")
+    control = {"seed": 42, "validation_right": "1101"}
+    now = {"validation_right": "1101", "seconds": 12.0}
+    ran = []
+
+    def run_side(clone, env, name, settings):
+        ran.append((name, settings))
+        return dict(now), {}
+
+    monkeypatch.setattr(lever, "run_side", run_side)
+    again = lever.rechecked(Path("clone"), {}, "lever", ["train.epochs=5"], control)
+    assert again == {"seed": 42, "seconds": 12.0, "validation_right": "as recorded"}
+    assert ran == [("lever-control-again-s42", ["train.epochs=5", "seed=42"])]
+    now["validation_right"] = "1001"
+    with pytest.raises(SystemExit, match=r"seed 42, run again at this commit, answers 1 of 4 validation reviews"):
+        lever.rechecked(Path("clone"), {}, "lever", ["train.epochs=5"], control)
+
+
 def run_peers(tmp_path: Path, *flags: str) -> dict:
     """benchmarks/peers.py in its tiny mode on the fixture corpus and tokenizer; the record it wrote."""
     from fixtures import write_corpus, write_tokenizer

@@ -55,6 +55,11 @@ def test_the_paired_lever_block_lists_each_seed_of_both_sides_and_the_verdict(tm
     path.write_text(json.dumps({**record, "control_record": "first.json", "added_off": ["a.b"]}), encoding="utf-8")
     added = reused[:-1] + "; the keys added since they ran, `a.b`, are at values that leave them off."
     assert paired_block(path).splitlines()[0].endswith(added)
+    again = {"seed": 42, "seconds": 1153.4, "validation_right": "as recorded"}
+    checked = {"control_record": "first.json", "added_off": ["a.b"], "control_again": again}
+    path.write_text(json.dumps({**record, **checked}), encoding="utf-8")
+    measured = "(seed 42's control, run again at that commit, answered every validation review as the record's run did"
+    assert paired_block(path).splitlines()[0].endswith(f"{added[:-1]} {measured}, in 1153 s on the lever's machine).")
     assert paired_block(tmp_path / "none.json") is None
 
 

@@ -70,6 +70,12 @@ def paired_block(path: Path) -> str | None:
     if record.get("added_off"):  # lever.py --added-off: keys params.yaml gained since those runs
         keys = ", ".join(f"`{key}`" for key in record["added_off"])
         control += f"; the keys added since they ran, {keys}, are at values that leave them off"
+    if record.get("control_again"):  # and it measured so: one control seed run again at the lever's commit
+        again = record["control_again"]
+        control += (
+            f" (seed {again['seed']}'s control, run again at that commit, answered every validation review as "
+            f"the record's run did, in {again['seconds']:.0f} s on the lever's machine)"
+        )
     control += "." if control else ""
     margins = baseline_margins(sides)
     return (
