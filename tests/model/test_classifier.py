@@ -64,6 +64,7 @@ def test_layer_out_of_range():
         {"pooling": "mean"},
         {"pooling": "cls"},
         {"pooling": "attention"},
+        {"pooling": "attention", "pool_heads": 4},
         {"positional": "sinusoidal"},
         {"positional": "learned"},
         {"positional": "rope"},

@@ -104,6 +104,7 @@ class ModelConfig:
     max_len: int = 128  # size of the positional table: the longest sequence accepted
     num_classes: int | None = None  # None: as many as the data has; set, it must match the data
     pooling: Literal["mean", "cls", "attention"] = "mean"
+    pool_heads: int = 1  # attention pooling: k queries, each over its own d_model/k channels (1 = one query)
     positional: Literal["sinusoidal", "learned", "rope"] = "sinusoidal"
     norm: Literal["pre", "post"] = "pre"
     ngram_max: int = 3  # also embed the 2..ngram_max-grams ending at each token (1 = tokens only)
@@ -112,7 +113,7 @@ class ModelConfig:
     wide_ngrams: int = 3  # > 0: add a linear model over the bag of 1..wide_ngrams-grams to the logits
 
     def __post_init__(self) -> None:
-        for key in ("d_model", "n_heads", "n_layers", "ff_dim", "max_len", "ngram_max", "ngram_buckets"):
+        for key in ("d_model", "n_heads", "n_layers", "ff_dim", "max_len", "ngram_max", "ngram_buckets", "pool_heads"):
             require(getattr(self, key) >= 1, f"model.{key}", getattr(self, key), "must be >= 1")
         require(
             self.d_model % self.n_heads == 0,
@@ -124,6 +125,12 @@ class ModelConfig:
         if self.positional == "rope":
             require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
+        require(
+            self.pool_heads == 1 or (self.pooling == "attention" and self.d_model % self.pool_heads == 0),
+            "model.pool_heads",
+            self.pool_heads,
+            f"must be 1, or with model.pooling attention divide model.d_model={self.d_model}",
+        )
         require(
             self.ngram_buckets <= MAX_BUCKETS,
             "model.ngram_buckets",

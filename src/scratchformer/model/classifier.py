@@ -97,7 +97,7 @@ class TransformerClassifier(Classifier):
         )
         # Post-LN blocks already end in a LayerNorm; Pre-LN needs one after the stack.
         self.ln_f = nn.LayerNorm(C) if config.norm == "pre" else nn.Identity()
-        self.pool = make_pooling(config.pooling, C)
+        self.pool = make_pooling(config.pooling, C, config.pool_heads)
         self.head = nn.Linear(C, config.num_classes)
         self.wide = (
             WideNgramBag(config.wide_ngrams, config.ngram_buckets, vocab_size, config.num_classes, pad_id)

@@ -46,11 +46,38 @@ class AttentionPooling(nn.Module):
         return (weights.unsqueeze(-1) * h).sum(dim=1), weights  # (B, C), (B, T)
 
 
-def make_pooling(name: str, d_model: int) -> nn.Module:
+class MultiHeadAttentionPooling(nn.Module):
+    """Attention pooling with k heads: head j pools its own C/k channels of H with its own query.
+
+    h_j = Σ_t softmax_t(q_j·H_t,j / √(C/k)) H_t,j, and h = [h_1; …; h_k] (C channels again).
+    Each head is a distribution over the tokens of its own, so one can weigh the praise of a
+    mixed review and another its complaint; one query must choose. The k queries are the k
+    slices of one vector of C, initialised as :class:`AttentionPooling`'s; its weights are the
+    heads' mean (still a distribution over the real tokens).
+    """
+
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"{heads} pooling heads do not divide d_model={d_model}")
+        self.heads = heads
+        self.query = nn.Parameter(torch.randn(d_model) * 0.02)
+
+    def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
+        B, T, C = h.shape
+        parts = h.view(B, T, self.heads, C // self.heads)  # (B, T, k, C/k): each head's channels
+        scores = (parts * self.query.view(self.heads, -1)).sum(-1) / math.sqrt(C // self.heads)  # (B, T, k)
+        scores = scores.masked_fill(pad.unsqueeze(-1), torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores.float(), dim=1).to(h.dtype).masked_fill(pad.unsqueeze(-1), 0.0)  # (B, T, k)
+        pooled = (weights.unsqueeze(-1) * parts).sum(dim=1)  # (B, k, C/k)
+        return pooled.reshape(B, C), weights.mean(dim=-1)  # (B, C), (B, T)
+
+
+def make_pooling(name: str, d_model: int, heads: int = 1) -> nn.Module:
     if name == "mean":
         return MeanPooling()
     if name == "cls":
         return ClsPooling()
     if name == "attention":
-        return AttentionPooling(d_model)
+        return AttentionPooling(d_model) if heads == 1 else MultiHeadAttentionPooling(d_model, heads)
     raise ValueError(f"unknown pooling {name!r}: use mean, cls or attention")
