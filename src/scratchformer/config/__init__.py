@@ -98,18 +98,7 @@ class Params:
                 value,
                 "needs an n-gram table: set model.ngram_max > 1",
             )
-        require(
-            not (self.train.teachers and self.nb.distill),
-            "train.teachers",
-            self.train.teachers,
-            f"and nb.distill={self.nb.distill} are two teachers: distil from one (nb.distill 0 or train.teachers 0)",
-        )
-        require(
-            not (self.train.gce and self.nb.distill),
-            "train.gce",
-            self.train.gce,
-            f"scores hard labels: it takes no teacher (nb.distill is {self.nb.distill})",
-        )
+        self.check_teachers()
         require(
             -self.model.n_layers <= self.probe.layer < self.model.n_layers,
             "probe.layer",
@@ -121,6 +110,21 @@ class Params:
             "probe.head",
             self.probe.head,
             f"is not a head of a {self.model.n_heads}-head model",
+        )
+
+    def check_teachers(self) -> None:
+        """The train section's teachers and the NB model's distillation: one teacher at most, none under GCE."""
+        require(
+            not (self.train.teachers and self.nb.distill),
+            "train.teachers",
+            self.train.teachers,
+            f"and nb.distill={self.nb.distill} are two teachers: distil from one (nb.distill 0 or train.teachers 0)",
+        )
+        require(
+            not (self.train.gce and self.nb.distill),
+            "train.gce",
+            self.train.gce,
+            f"scores hard labels: it takes no teacher (nb.distill is {self.nb.distill})",
         )
 
     def nb_fit_len(self) -> int | None:

@@ -75,23 +75,7 @@ class TrainConfig(OptimConfig):
             "must be auto, cpu, mps, cuda or cuda:N",
         )
         require(0 <= self.label_smoothing < 1, "train.label_smoothing", self.label_smoothing, "must be in [0, 1)")
-        require(self.rdrop >= 0, "train.rdrop", self.rdrop, "must be >= 0 (0 = off)")
-        require(self.wide_loss >= 0, "train.wide_loss", self.wide_loss, "must be >= 0 (0 = off)")
-        require(0 <= self.gce <= 1, "train.gce", self.gce, "must be in [0, 1] (0 = cross-entropy)")
-        require(self.adversarial >= 0, "train.adversarial", self.adversarial, "must be >= 0 (0 = off)")
-        require(
-            not (self.adversarial and self.rdrop),
-            "train.adversarial",
-            self.adversarial,
-            f"takes no train.rdrop (it is {self.rdrop}): each uses the step's second pass",
-        )
-        require(
-            not (self.gce and (self.label_smoothing or self.teachers)),
-            "train.gce",
-            self.gce,
-            f"scores hard labels: it takes no train.label_smoothing (it is {self.label_smoothing}) "
-            f"and no train.teachers (it is {self.teachers})",
-        )
+        self.check_loss_terms()
         require(0 <= self.token_dropout < 1, "train.token_dropout", self.token_dropout, "must be in [0, 1)")
         require(0 <= self.spans <= 1, "train.spans", self.spans, "must be in [0, 1]")
         require(0 <= self.ema_decay < 1, "train.ema_decay", self.ema_decay, "must be in [0, 1)")
@@ -124,6 +108,26 @@ class TrainConfig(OptimConfig):
             "train.sparse_ngrams",
             self.sparse_ngrams,
             f"needs train.nproc 1 (it is {self.nproc}): sparse gradients are not all-reduced here",
+        )
+
+    def check_loss_terms(self) -> None:
+        """The terms the step's loss may add: each in its range, and no two that cannot go together."""
+        require(self.rdrop >= 0, "train.rdrop", self.rdrop, "must be >= 0 (0 = off)")
+        require(self.wide_loss >= 0, "train.wide_loss", self.wide_loss, "must be >= 0 (0 = off)")
+        require(0 <= self.gce <= 1, "train.gce", self.gce, "must be in [0, 1] (0 = cross-entropy)")
+        require(self.adversarial >= 0, "train.adversarial", self.adversarial, "must be >= 0 (0 = off)")
+        require(
+            not (self.adversarial and self.rdrop),
+            "train.adversarial",
+            self.adversarial,
+            f"takes no train.rdrop (it is {self.rdrop}): each uses the step's second pass",
+        )
+        require(
+            not (self.gce and (self.label_smoothing or self.teachers)),
+            "train.gce",
+            self.gce,
+            f"scores hard labels: it takes no train.label_smoothing (it is {self.label_smoothing}) "
+            f"and no train.teachers (it is {self.teachers})",
         )
 
 
