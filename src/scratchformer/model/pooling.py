@@ -64,8 +64,8 @@ class MultiHeadAttentionPooling(nn.Module):
         self.query = nn.Parameter(torch.randn(d_model) * 0.02)
 
     def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
-        B, T, C = h.shape
-        parts = h.view(B, T, self.heads, C // self.heads)  # (B, T, k, C/k): each head's channels
+        B, _, C = h.shape
+        parts = h.unflatten(-1, (self.heads, C // self.heads))  # (B, T, k, C/k): each head's channels
         scores = (parts * self.query.view(self.heads, -1)).sum(-1) / math.sqrt(C // self.heads)  # (B, T, k)
         scores = scores.masked_fill(pad.unsqueeze(-1), torch.finfo(scores.dtype).min)
         weights = torch.softmax(scores.float(), dim=1).to(h.dtype).masked_fill(pad.unsqueeze(-1), 0.0)  # (B, T, k)
