@@ -345,6 +345,9 @@ def test_added_off_is_measured_by_running_the_first_control_seed_again(monkeypat
     now["validation_right"] = "1001"
     with pytest.raises(SystemExit, match=r"seed 42, run again at this commit, answers 1 of 4 validation reviews"):
         lever.rechecked(Path("clone"), {}, "lever", ["train.epochs=5"], control)
+    now["validation_right"] = "11011"  # another split: a review the record's run never answered
+    with pytest.raises(SystemExit, match=r"answers 1 of 4 validation reviews otherwise"):
+        lever.rechecked(Path("clone"), {}, "lever", ["train.epochs=5"], control)
 
 
 def run_peers(tmp_path: Path, *flags: str) -> dict:
