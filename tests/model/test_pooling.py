@@ -56,3 +56,13 @@ def test_the_heads_reach_the_model_and_are_checked():
         ModelConfig(pooling="mean", pool_heads=2)
     with pytest.raises(ValueError, match=r"model.pool_heads=0 must be >= 1"):
         ModelConfig(pool_heads=0)
+
+
+def test_the_classifier_pools_with_the_heads_its_config_names():
+    from fixtures import tiny_config
+
+    from scratchformer.model.classifier import TransformerClassifier
+
+    config = tiny_config(max_len=16, d_model=32, n_heads=4, pooling="attention", pool_heads=4)
+    pool = TransformerClassifier(config, vocab_size=50).pool
+    assert isinstance(pool, MultiHeadAttentionPooling) and pool.heads == 4
