@@ -32,6 +32,16 @@ class ClsPooling(nn.Module):
         return h[:, 0], weights  # (B, C), (B, T)
 
 
+def softmax_over_tokens(scores: Tensor, pad: Tensor, dtype: torch.dtype) -> Tensor:
+    """Softmax of ``scores`` (B, T, …) over the tokens (dim 1), in fp32, PAD blocked and given weight 0 exactly.
+
+    ``pad`` (B, T, …) broadcasts against ``scores``; the weights come back in ``dtype``, the
+    token vectors' (under autocast the scores' may be lower).
+    """
+    scores = scores.masked_fill(pad, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores.float(), dim=1).to(dtype).masked_fill(pad, 0.0)
+
+
 class AttentionPooling(nn.Module):
     """h = Σ_t softmax_t(q·H_t / √C) H_t over the real tokens, q a learned query."""
 
@@ -41,8 +51,7 @@ class AttentionPooling(nn.Module):
 
     def forward(self, h: Tensor, pad: Tensor) -> tuple[Tensor, Tensor]:
         scores = h @ self.query / math.sqrt(h.size(-1))  # (B, T)
-        scores = scores.masked_fill(pad, torch.finfo(scores.dtype).min)
-        weights = torch.softmax(scores.float(), dim=1).to(h.dtype).masked_fill(pad, 0.0)  # (B, T); fp32 softmax
+        weights = softmax_over_tokens(scores, pad, h.dtype)  # (B, T)
         return (weights.unsqueeze(-1) * h).sum(dim=1), weights  # (B, C), (B, T)
 
 
@@ -67,8 +76,7 @@ class MultiHeadAttentionPooling(nn.Module):
         B, _, C = h.shape
         parts = h.unflatten(-1, (self.heads, C // self.heads))  # (B, T, k, C/k): each head's channels
         scores = (parts * self.query.view(self.heads, -1)).sum(-1) / math.sqrt(C // self.heads)  # (B, T, k)
-        scores = scores.masked_fill(pad.unsqueeze(-1), torch.finfo(scores.dtype).min)
-        weights = torch.softmax(scores.float(), dim=1).to(h.dtype).masked_fill(pad.unsqueeze(-1), 0.0)  # (B, T, k)
+        weights = softmax_over_tokens(scores, pad.unsqueeze(-1), h.dtype)  # (B, T, k)
         pooled = (weights.unsqueeze(-1) * parts).sum(dim=1)  # (B, k, C/k)
         return pooled.reshape(B, C), weights.mean(dim=-1)  # (B, C), (B, T)
 
