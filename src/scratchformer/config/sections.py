@@ -100,6 +100,7 @@ class ModelConfig:
     n_layers: int = 2
     ff_dim: int = 128
     dropout: float = 0.1
+    attention_dropout: float | None = None  # on the attention weights (B, H, T, T); None: model.dropout
     dropout_draw: Literal["bernoulli", "uniform"] = "uniform"  # how masks are drawn (model/dropout.py)
     max_len: int = 128  # size of the positional table: the longest sequence accepted
     num_classes: int | None = None  # None: as many as the data has; set, it must match the data
@@ -125,6 +126,8 @@ class ModelConfig:
         if self.positional == "rope":
             require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
+        rate = self.attention_rate
+        require(0.0 <= rate < 1.0, "model.attention_dropout", self.attention_dropout, "must be in [0, 1)")
         require(
             self.pool_heads == 1 or (self.pooling == "attention" and self.d_model % self.pool_heads == 0),
             "model.pool_heads",
@@ -158,6 +161,11 @@ class ModelConfig:
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def attention_rate(self) -> float:
+        """The dropout rate on the attention weights: ``attention_dropout``, or ``dropout`` when it is None."""
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
 
     def for_classes(self, class_names: list[str]) -> ModelConfig:
         """This config with its output size set to the data's classes (checked if the params set one)."""

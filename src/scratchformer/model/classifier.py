@@ -92,7 +92,16 @@ class TransformerClassifier(Classifier):
             rope = RotaryPositionalEncoding(config.head_dim, config.max_len)
         self.dropout = make_dropout(config.dropout, config.dropout_draw)
         self.blocks = nn.ModuleList(
-            EncoderBlock(C, config.n_heads, config.ff_dim, config.dropout, config.norm, rope, config.dropout_draw)
+            EncoderBlock(
+                C,
+                config.n_heads,
+                config.ff_dim,
+                config.dropout,
+                config.norm,
+                rope,
+                config.dropout_draw,
+                config.attention_rate,
+            )
             for _ in range(config.n_layers)
         )
         # Post-LN blocks already end in a LayerNorm; Pre-LN needs one after the stack.

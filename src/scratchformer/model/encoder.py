@@ -45,13 +45,16 @@ class EncoderBlock(nn.Module):
         norm: str = "pre",
         rope: RotaryPositionalEncoding | None = None,
         draw: str = "bernoulli",
+        attention_dropout: float | None = None,
     ) -> None:
+        """``dropout`` on each branch's output, ``attention_dropout`` (None: ``dropout``) on the attention weights."""
         super().__init__()
         if norm not in ("pre", "post"):
             raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
         self.norm = norm
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout, rope, draw)
+        attention_rate = dropout if attention_dropout is None else attention_dropout
+        self.attn = MultiHeadSelfAttention(d_model, n_heads, attention_rate, rope, draw)
         self.ln2 = nn.LayerNorm(d_model)
         self.ffn = FeedForward(d_model, ff_dim)
         self.dropout = make_dropout(dropout, draw)
