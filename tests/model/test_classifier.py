@@ -98,26 +98,16 @@ def test_every_option_trains_one_step(option):
 
 def test_attention_dropout_acts_on_the_attention_weights_alone():
     """model.attention_dropout is the rate on the (B, H, T, T) weights; None leaves it at model.dropout."""
-    ids = F.pad(sentences(), (0, 2))
-
-    def two_passes(**rates):
+    x = torch.randn(2, 6, 64, generator=torch.Generator().manual_seed(2))
+    cases = [({"dropout": 0.2}, 0.2), ({"dropout": 0.2, "attention_dropout": 0.0}, 0.0)]
+    cases.append(({"dropout": 0.0, "attention_dropout": 0.5}, 0.5))
+    for rates, rate in cases:
         model = make(**rates).train()
-        seen = []
-        model.blocks[0].attn.register_forward_hook(lambda m, i, o: seen.append(o[0]))  # the attention's output
-        torch.manual_seed(3)
-        first = model(ids)
-        return first, model(ids), seen
-
-    # Dropout on the weights alone: the attention's output changes from one pass to the next.
-    first, second, seen = two_passes(dropout=0.0, attention_dropout=0.5)
-    assert not torch.equal(seen[0], seen[1]) and not torch.equal(first, second)
-    # Dropout everywhere but the weights: the first block's attention output is the same in both passes
-    # (its input is the embeddings, which take their own dropout, so that dropout is off too here).
-    first, second, seen = two_passes(dropout=0.0, attention_dropout=0.0)
-    assert torch.equal(seen[0], seen[1]) and torch.equal(first, second)
-    for model, rate in ((make(dropout=0.2), 0.2), (make(dropout=0.2, attention_dropout=0.0), 0.0)):
+        attention = model.blocks[0].attn
+        first, second = attention(x)[0], attention(x)[0]  # the same input twice, in training mode
+        assert torch.equal(first, second) == (rate == 0)  # only a mask drawn on the weights tells them apart
         assert [block.attn.attn_dropout.p for block in model.blocks] == [rate, rate]
-        assert [block.dropout.p for block in model.blocks] == [0.2, 0.2]  # the branches keep model.dropout
+        assert [block.dropout.p for block in model.blocks] == [rates["dropout"]] * 2  # the branches' own rate
     with pytest.raises(ValueError, match=r"model.attention_dropout=1.0 must be in \[0, 1\)"):
         make(attention_dropout=1.0)
 

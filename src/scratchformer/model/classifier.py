@@ -100,7 +100,7 @@ class TransformerClassifier(Classifier):
                 config.norm,
                 rope,
                 config.dropout_draw,
-                config.attention_rate,
+                attention_dropout=config.attention_rate,
             )
             for _ in range(config.n_layers)
         )
