@@ -4,8 +4,10 @@ import math
 
 import pytest
 import torch
+from fixtures import tiny_config
 
 from scratchformer.config import ModelConfig, from_dict
+from scratchformer.model.classifier import TransformerClassifier
 from scratchformer.model.pooling import AttentionPooling, MultiHeadAttentionPooling, make_pooling
 
 
@@ -59,10 +61,6 @@ def test_the_heads_reach_the_model_and_are_checked():
 
 
 def test_the_classifier_pools_with_the_heads_its_config_names():
-    from fixtures import tiny_config
-
-    from scratchformer.model.classifier import TransformerClassifier
-
     config = tiny_config(max_len=16, d_model=32, n_heads=4, pooling="attention", pool_heads=4)
     pool = TransformerClassifier(config, vocab_size=50).pool
     assert isinstance(pool, MultiHeadAttentionPooling) and pool.heads == 4

@@ -126,8 +126,8 @@ class ModelConfig:
         if self.positional == "rope":
             require(head_dim % 2 == 0, "model.d_model", self.d_model, "rope needs an even head dim")
         require(0.0 <= self.dropout < 1.0, "model.dropout", self.dropout, "must be in [0, 1)")
-        rate = self.attention_rate
-        require(0.0 <= rate < 1.0, "model.attention_dropout", self.attention_dropout, "must be in [0, 1)")
+        rate = self.attention_dropout  # None: model.dropout's, checked above
+        require(rate is None or 0.0 <= rate < 1.0, "model.attention_dropout", rate, "must be in [0, 1)")
         require(
             self.pool_heads == 1 or (self.pooling == "attention" and self.d_model % self.pool_heads == 0),
             "model.pool_heads",
@@ -161,11 +161,6 @@ class ModelConfig:
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
-
-    @property
-    def attention_rate(self) -> float:
-        """The dropout rate on the attention weights: ``attention_dropout``, or ``dropout`` when it is None."""
-        return self.dropout if self.attention_dropout is None else self.attention_dropout
 
     def for_classes(self, class_names: list[str]) -> ModelConfig:
         """This config with its output size set to the data's classes (checked if the params set one)."""

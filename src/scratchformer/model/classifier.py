@@ -100,7 +100,7 @@ class TransformerClassifier(Classifier):
                 config.norm,
                 rope,
                 config.dropout_draw,
-                attention_dropout=config.attention_rate,
+                attention_dropout=config.attention_dropout,  # None: the block's dropout
             )
             for _ in range(config.n_layers)
         )
